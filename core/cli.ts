@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// lb run -c FILE     start the balancer (foreground; systemd runs it so)
+// lb check -c FILE   validate the configuration and exit 0 or 1 (like nginx -t)
+import { loadConfig } from './config/load.js'
+import { createLogger } from './log.js'
+import { isLbError } from './errors.js'
+import { run } from './main.js'
+
+const USAGE = `usage: lb run [-c FILE]     start the balancer (default config conf/lb.toml)
+       lb check [-c FILE]   validate the configuration and exit
+       lb version`
+
+function configArg (args: string[]): string {
+  const i = args.findIndex((a) => a === '-c' || a === '--config')
+  if (i < 0) return 'conf/lb.toml'
+  const v = args[i + 1]
+  if (v === undefined) {
+    process.stderr.write(`lb: ${args[i]} needs a file\n${USAGE}\n`)
+    process.exit(2)
+  }
+  return v
+}
+
+async function main (): Promise<void> {
+  const [cmd, ...args] = process.argv.slice(2)
+  switch (cmd) {
+    case 'check': {
+      const file = configArg(args)
+      try {
+        loadConfig(file)
+        process.stdout.write(`lb: configuration file ${file} test is successful\n`)
+      } catch (err) {
+        process.stderr.write(`lb: ${(err as Error).message}\nlb: configuration file ${file} test failed\n`)
+        process.exit(1)
+      }
+      return
+    }
+    case 'run': {
+      const log = createLogger('info')
+      try {
+        const lb = await run(configArg(args), log)
+        process.on('SIGHUP', () => { void lb.reload() })
+        const stop = (): void => { lb.stop().then(() => process.exit(0), () => process.exit(1)) }
+        process.on('SIGTERM', stop)
+        process.on('SIGINT', stop)
+      } catch (err) {
+        log.error(isLbError(err) ? err.message : (err as Error).stack ?? String(err), isLbError(err) ? { code: err.code } : {})
+        process.exit(1)
+      }
+      return
+    }
+    case 'version':
+    case '--version':
+      process.stdout.write('lb 0.1.0\n')
+      return
+    default:
+      process.stderr.write(`${USAGE}\n`)
+      process.exit(cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2)
+  }
+}
+
+void main()

@@ -1,0 +1,26 @@
+// Coarse clock for hot paths: a millisecond tick refreshed every CLOCK_MS by a
+// timer instead of a Date.now() call per use (undici's timers.js idea). Values
+// are wall-clock milliseconds truncated to 32 bits (Date.now() | 0) so they fit
+// shared Int32 words; compare two ticks with ((a - b) | 0), valid under 24 days.
+
+export const CLOCK_MS = 10
+
+let tick = Date.now() | 0
+let timer: NodeJS.Timeout | null = null
+
+/** Current tick, at most CLOCK_MS stale once startClock() ran. */
+export function now (): number {
+  return timer === null ? Date.now() | 0 : tick
+}
+
+export function startClock (): void {
+  if (timer !== null) return
+  tick = Date.now() | 0
+  timer = setInterval(() => { tick = Date.now() | 0 }, CLOCK_MS)
+  timer.unref()
+}
+
+export function stopClock (): void {
+  if (timer !== null) clearInterval(timer)
+  timer = null
+}

@@ -1,0 +1,192 @@
+// Dynamic configuration: routers, services (upstream groups and internal
+// services) and middlewares. Hot-swapped on reload (SIGHUP) and by the config
+// API; every worker receives the whole frozen snapshot with a generation number.
+import { type Checker, type Table, join } from './check.js'
+import { DEFAULTS } from './defaults.js'
+import { type Rule, parseRule } from './rule.js'
+import { parseHostPort } from './static.js'
+
+export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
+export type Balance = typeof BALANCES[number]
+
+/** proxy: an upstream group. status: the stub_status page. generate: the generation endpoint (core/gen). */
+export const SERVICE_KINDS = ['proxy', 'status', 'generate'] as const
+export type ServiceKind = typeof SERVICE_KINDS[number]
+
+export interface ServerConf {
+  readonly name: string
+  /** "host:port" as written, or "unix:/path" */
+  readonly address: string
+  readonly host: string
+  readonly port: number
+  /** unix socket path, or '' for TCP */
+  readonly path: string
+  readonly weight: number
+  readonly maxFails: number
+  readonly failTimeoutMs: number
+  readonly check: boolean
+}
+
+export interface HealthCheckConf {
+  readonly path: string
+  readonly intervalMs: number
+  readonly timeoutMs: number
+  readonly rise: number
+  readonly fall: number
+  readonly status: number
+}
+
+export interface ServiceConf {
+  readonly name: string
+  readonly kind: ServiceKind
+  readonly balance: Balance
+  readonly keepalive: number
+  readonly retries: number
+  readonly healthCheck: HealthCheckConf
+  readonly servers: readonly ServerConf[]
+  /** status service: sources allowed to read it (CIDR or addresses) */
+  readonly allow: readonly string[]
+}
+
+export interface RouterConf {
+  readonly name: string
+  readonly rule: string
+  readonly ast: Rule
+  readonly priority: number
+  readonly entrypoints: readonly string[]
+  readonly middlewares: readonly string[]
+  readonly service: string
+}
+
+export interface MiddlewareConf {
+  readonly name: string
+  readonly type: string
+  /** the plugin's own validated, frozen config */
+  readonly conf: unknown
+}
+
+/** Validates one middleware's plugin config; supplied by plugins/index.ts. */
+export type MiddlewareChecker = (c: Checker, type: string, t: Table, path: string, baseDir: string) => unknown
+
+const NAME = /^[A-Za-z0-9_.:-]+$/
+
+export function checkServer (c: Checker, t: Table, p: string, index: number): ServerConf {
+  const d = DEFAULTS.server
+  const address = c.string(t, 'address', p)
+  let host = ''
+  let port = 0
+  let path = ''
+  if (address.startsWith('unix:')) {
+    path = address.slice(5)
+    if (!path.startsWith('/')) c.problem(join(p, 'address'), 'an absolute unix socket path after "unix:"', address)
+  } else if (address !== '') {
+    const hp = parseHostPort(address)
+    if (hp === null) c.problem(join(p, 'address'), 'an address like "127.0.0.1:9001" or "unix:/path"', address)
+    else ({ host, port } = hp)
+  }
+  const name = c.string(t, 'name', p, `s${index + 1}`)
+  if (!NAME.test(name)) c.problem(join(p, 'name'), 'a name of letters, digits, "_", "-", ".", ":"', name)
+  return {
+    name,
+    address,
+    host,
+    port,
+    path,
+    weight: c.int(t, 'weight', p, d.weight, 0, 256),
+    maxFails: c.int(t, 'max_fails', p, d.maxFails, 0, 1_000_000),
+    failTimeoutMs: c.duration(t, 'fail_timeout', p, d.failTimeoutMs, 1),
+    check: c.bool(t, 'check', p, d.check),
+  }
+}
+
+const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', 'check']
+
+function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
+  const p = join('services', name)
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'retries', 'health_check', 'servers', 'allow'])
+  const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
+  const hp = join(p, 'health_check')
+  const h = c.table(t.health_check, hp, ['path', 'interval', 'timeout', 'rise', 'fall', 'status'])
+  const dh = DEFAULTS.healthCheck
+  const healthCheck: HealthCheckConf = {
+    path: c.string(h, 'path', hp, dh.path),
+    intervalMs: c.duration(h, 'interval', hp, dh.intervalMs, 10),
+    timeoutMs: c.duration(h, 'timeout', hp, dh.timeoutMs, 1),
+    rise: c.int(h, 'rise', hp, dh.rise, 1, 100),
+    fall: c.int(h, 'fall', hp, dh.fall, 1, 100),
+    status: c.int(h, 'status', hp, dh.status, 100, 599),
+  }
+  if (!healthCheck.path.startsWith('/')) c.problem(join(hp, 'path'), 'a path starting with "/"', healthCheck.path)
+  const servers = c.tables(t.servers, join(p, 'servers')).map((s, i) => {
+    const sp = join(join(p, 'servers'), i)
+    c.table(s, sp, SERVER_KEYS)
+    return checkServer(c, s, sp, i)
+  })
+  const names = new Set<string>()
+  for (const s of servers) {
+    if (names.has(s.name)) c.problems.push(`${join(p, 'servers')}: server name ${JSON.stringify(s.name)} is used twice`)
+    names.add(s.name)
+  }
+  if (kind !== 'proxy' && t.servers !== undefined) c.problems.push(`${join(p, 'servers')}: a ${kind} service has no servers`)
+  return {
+    name,
+    kind,
+    balance: c.oneOf(t, 'balance', p, BALANCES, DEFAULTS.service.balance),
+    keepalive: c.int(t, 'keepalive', p, DEFAULTS.service.keepalive, 0, 65_536),
+    retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
+    healthCheck,
+    servers,
+    allow: c.strings(t, 'allow', p, DEFAULTS.status.allow),
+  }
+}
+
+export function checkServices (c: Checker, raw: unknown): ServiceConf[] {
+  const t = c.table(raw, 'services', null)
+  const out: ServiceConf[] = []
+  for (const [name, v] of Object.entries(t)) {
+    if (!NAME.test(name)) c.problem(join('services', name), 'a name of letters, digits, "_", "-", ".", ":"', name)
+    out.push(checkService(c, name, v))
+  }
+  return out
+}
+
+export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, checkPlugin: MiddlewareChecker): MiddlewareConf[] {
+  const t = c.table(raw, 'middlewares', null)
+  const out: MiddlewareConf[] = []
+  for (const [name, v] of Object.entries(t)) {
+    const p = join('middlewares', name)
+    const m = c.table(v, p, null)
+    const type = c.string(m, 'type', p)
+    const rest: Table = { ...m }
+    delete rest.type
+    out.push({ name, type, conf: type === '' ? null : checkPlugin(c, type, rest, p, baseDir) })
+  }
+  return out
+}
+
+export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly string[], services: readonly ServiceConf[],
+  middlewares: readonly MiddlewareConf[]): RouterConf[] {
+  const t = c.table(raw, 'routers', null)
+  const out: RouterConf[] = []
+  for (const [name, v] of Object.entries(t)) {
+    const p = join('routers', name)
+    const r = c.table(v, p, ['rule', 'priority', 'entrypoints', 'middlewares', 'service'])
+    const rule = c.string(r, 'rule', p)
+    let ast: Rule = { op: 'pathPrefix', values: ['/'] }
+    if (rule !== '') {
+      try {
+        ast = parseRule(rule)
+      } catch (err) {
+        c.problems.push(`${join(p, 'rule')}: ${(err as Error).message}`)
+      }
+    }
+    const eps = c.strings(r, 'entrypoints', p, entrypoints)
+    for (const e of eps) if (!entrypoints.includes(e)) c.problems.push(`${join(p, 'entrypoints')}: unknown entry point ${JSON.stringify(e)} (defined: ${entrypoints.join(', ')})`)
+    const mws = c.strings(r, 'middlewares', p, [])
+    for (const m of mws) if (!middlewares.some((x) => x.name === m)) c.problems.push(`${join(p, 'middlewares')}: unknown middleware ${JSON.stringify(m)}`)
+    const service = c.string(r, 'service', p)
+    if (service !== '' && !services.some((s) => s.name === service)) c.problems.push(`${join(p, 'service')}: unknown service ${JSON.stringify(service)}`)
+    out.push({ name, rule, ast, priority: c.int(r, 'priority', p, DEFAULTS.router.priority, 0, 1_000_000), entrypoints: eps, middlewares: mws, service })
+  }
+  return out
+}

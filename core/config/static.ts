@@ -1,0 +1,107 @@
+// Static configuration: read at start-up; a reload that changes it is refused
+// for these keys (they need a restart) and the running values stay.
+import { availableParallelism } from 'node:os'
+import { isAbsolute, resolve } from 'node:path'
+import { type Checker, type Table, join } from './check.js'
+import { DEFAULTS } from './defaults.js'
+import { LEVELS, type Level } from '../log.js'
+
+export interface GlobalConf {
+  readonly workers: number
+  readonly maxConnections: number
+  readonly logLevel: Level
+  /** 'stdout', 'off' or an absolute file path */
+  readonly accessLog: string
+  /** absolute path of the runtime state folder */
+  readonly stateDir: string
+  readonly drainTimeoutMs: number
+}
+
+export interface TimeoutsConf {
+  readonly connectMs: number
+  readonly clientMs: number
+  readonly serverMs: number
+  readonly keepAliveMs: number
+}
+
+export interface LimitsConf {
+  readonly maxBodyBytes: number
+}
+
+export const PROTOCOLS = ['http'] as const
+export interface EntryPointConf {
+  readonly name: string
+  readonly host: string
+  readonly port: number
+  readonly protocol: typeof PROTOCOLS[number]
+}
+
+export interface HostPort { host: string, port: number }
+
+/** "127.0.0.1:8080", "[::1]:8080", "localhost:80" → {host, port}; null when malformed. */
+export function parseHostPort (s: string): HostPort | null {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(s)
+  if (m === null) return null
+  const port = Number(m[3])
+  if (port < 1 || port > 65535) return null
+  return { host: m[1] ?? m[2]!, port }
+}
+
+export function resolvePath (baseDir: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(baseDir, p)
+}
+
+export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalConf {
+  const p = 'global'
+  const t = c.table(raw, p, ['workers', 'max_connections', 'log_level', 'access_log', 'state_dir', 'drain_timeout'])
+  const d = DEFAULTS.global
+  let workers = availableParallelism()
+  if (t.workers !== undefined && t.workers !== 'auto') workers = c.int(t, 'workers', p, workers, 1, 256)
+  const accessLog = c.string(t, 'access_log', p, d.accessLog)
+  return {
+    workers,
+    maxConnections: c.int(t, 'max_connections', p, d.maxConnections, 1, 10_000_000),
+    logLevel: c.oneOf(t, 'log_level', p, LEVELS, d.logLevel),
+    accessLog: accessLog === 'stdout' || accessLog === 'off' ? accessLog : resolvePath(baseDir, accessLog),
+    stateDir: resolvePath(baseDir, c.string(t, 'state_dir', p, d.stateDir)),
+    drainTimeoutMs: c.duration(t, 'drain_timeout', p, d.drainTimeoutMs),
+  }
+}
+
+export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
+  const p = 'timeouts'
+  const t = c.table(raw, p, ['connect', 'client', 'server', 'keep_alive'])
+  const d = DEFAULTS.timeouts
+  return {
+    connectMs: c.duration(t, 'connect', p, d.connectMs, 1),
+    clientMs: c.duration(t, 'client', p, d.clientMs, 1),
+    serverMs: c.duration(t, 'server', p, d.serverMs, 1),
+    keepAliveMs: c.duration(t, 'keep_alive', p, d.keepAliveMs, 1),
+  }
+}
+
+export function checkLimits (c: Checker, raw: unknown): LimitsConf {
+  const t = c.table(raw, 'limits', ['max_body'])
+  return { maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes) }
+}
+
+export function checkEntryPoints (c: Checker, raw: unknown): EntryPointConf[] {
+  const eps = c.table(raw, 'entrypoints', null)
+  const out: EntryPointConf[] = []
+  const seen = new Set<string>()
+  for (const [name, v] of Object.entries(eps)) {
+    const p = join('entrypoints', name)
+    const t: Table = c.table(v, p, ['address', 'protocol'])
+    const address = c.string(t, 'address', p)
+    const hp = parseHostPort(address)
+    if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080"', address)
+    if (hp !== null) {
+      const key = `${hp.host}:${hp.port}`
+      if (seen.has(key)) c.problems.push(`${join(p, 'address')}: ${address} is already used by another entry point`)
+      seen.add(key)
+    }
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol: c.oneOf(t, 'protocol', p, PROTOCOLS, 'http') })
+  }
+  if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
+  return out
+}

@@ -1,0 +1,100 @@
+// Counts client connections from the kernel. uWS gives no connection
+// open/close events for HTTP, so the control plane reads the established TCP
+// sockets on the entry points' addresses from /proc/net/tcp{,6} every
+// CENSUS_MS: the count is stub_status "Active connections", sockets not seen
+// before are "accepts", and reaching global.max_connections makes every worker
+// stop accepting (the kernel then refuses new connections) until it drops.
+// Connections that open and close between two censuses are not counted in accepts.
+import { readFile } from 'node:fs/promises'
+import type { EntryPointConf } from '../config/static.js'
+import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
+import { parseIp } from '../net/ip.js'
+
+export const CENSUS_MS = 250
+const ESTABLISHED = '01'
+
+/** Kernel text of a 16-byte address: each 32-bit word in host (little-endian) byte order, as /proc/net/tcp6 prints it. */
+function procHex (bytes: Uint8Array): string {
+  let s = ''
+  for (let i = 0; i < bytes.length; i += 4) s += Buffer.from(bytes.subarray(i, i + 4)).readUInt32LE(0).toString(16).toUpperCase().padStart(8, '0')
+  return s
+}
+
+/** The /proc local-address keys an entry point's sockets show up under; "*:PORT" for a wildcard address. */
+function keysFor (ep: EntryPointConf): string[] {
+  const port = ep.port.toString(16).toUpperCase().padStart(4, '0')
+  const ip = parseIp(ep.host === 'localhost' ? '127.0.0.1' : ep.host)
+  if (ip === null) return [`*:${port}`]
+  const mapped = ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff
+  const addr = mapped ? ip.subarray(12) : ip
+  if (addr.every((b) => b === 0)) return [`*:${port}`]
+  // an IPv4 address appears in tcp (8 hex digits) and, on dual-stack sockets, in tcp6 as ::ffff:a.b.c.d
+  return mapped ? [`${procHex(addr)}:${port}`, `${procHex(ip)}:${port}`] : [`${procHex(ip)}:${port}`]
+}
+
+export class Census {
+  readonly #shm: Shm
+  readonly #keys: Set<string>
+  readonly #ports: Set<string>
+  readonly #max: number
+  readonly #setAccepting: (on: boolean) => void
+  #seen = new Set<string>()
+  #timer: NodeJS.Timeout | null = null
+
+  constructor (shm: Shm, entrypoints: readonly EntryPointConf[], maxConnections: number, setAccepting: (on: boolean) => void) {
+    this.#shm = shm
+    const keys = entrypoints.flatMap(keysFor)
+    this.#keys = new Set(keys.filter((k) => !k.startsWith('*:')))
+    this.#ports = new Set(keys.filter((k) => k.startsWith('*:')).map((k) => k.slice(2)))
+    this.#max = maxConnections
+    this.#setAccepting = setAccepting
+  }
+
+  start (): void {
+    const tick = (): void => {
+      this.sample().catch(() => undefined).finally(() => {
+        this.#timer = setTimeout(tick, CENSUS_MS)
+        this.#timer.unref()
+      })
+    }
+    tick()
+  }
+
+  stop (): void {
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+  }
+
+  async sample (): Promise<number> {
+    const now = new Set<string>()
+    for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      let text: string
+      try {
+        text = await readFile(f, 'latin1')
+      } catch {
+        continue
+      }
+      let pos = text.indexOf('\n') + 1
+      while (pos > 0 && pos < text.length) {
+        const end = text.indexOf('\n', pos)
+        const line = text.slice(pos, end < 0 ? text.length : end)
+        pos = end < 0 ? -1 : end + 1
+        const f = line.trim().split(/\s+/)
+        if (f[3] !== ESTABLISHED) continue
+        const local = f[1]!
+        const port = local.slice(local.indexOf(':') + 1)
+        if (this.#keys.has(local) || this.#ports.has(port)) now.add(f[9]! + '/' + f[2]!) // inode + peer
+      }
+    }
+    let fresh = 0
+    for (const k of now) if (!this.#seen.has(k)) fresh++
+    this.#seen = now
+    const i32 = this.#shm.i32
+    Atomics.store(i32, H_CONN_ACTIVE, now.size)
+    this.#shm.f64[stripeBase(this.#shm.workers) + G_ACCEPTS]! += fresh
+    const full = now.size >= this.#max
+    Atomics.store(i32, H_CONN_CAP_HIT, full ? 1 : 0)
+    this.#setAccepting(!full)
+    return now.size
+  }
+}

@@ -1,0 +1,149 @@
+// Active health checks, run by the control plane: GET <path> on every server
+// whose `check` flag is set, every `interval`, expecting `status` (200) within
+// `timeout`. HAProxy's rise/fall: `fall` consecutive failures take an UP server
+// down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
+// shared memory, so every worker sees it at its next pick.
+import http from 'node:http'
+import type { Config } from '../config/load.js'
+import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
+import type { Logger } from '../log.js'
+import {
+  type Shm, CHECK_DOWN, CHECK_STATUS, CHECK_UP, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS, S_CHECK_STATUS,
+  S_DOWN_COUNT, S_LAST_CHANGE, S_STREAK, serverBase,
+} from '../shm/layout.js'
+import { bumpServiceState } from '../shm/server-state.js'
+import type { SlotRegistry } from './slots.js'
+
+interface Probe {
+  readonly key: string
+  readonly service: string
+  readonly server: ServerConf
+  readonly check: HealthCheckConf
+  readonly slot: number
+  readonly serviceSlot: number
+  timer: NodeJS.Timeout | null
+  req: http.ClientRequest | null
+}
+
+const statusIndex = (s: typeof CHECK_STATUS[number]): number => CHECK_STATUS.indexOf(s)
+
+export class HealthChecker {
+  readonly #shm: Shm
+  readonly #log: Logger
+  readonly #probes = new Map<string, Probe>()
+
+  constructor (shm: Shm, log: Logger) {
+    this.#shm = shm
+    this.#log = log
+  }
+
+  /** (Re)schedules probes for `config`: unchanged servers keep their timers and streaks. */
+  update (config: Config, slots: SlotRegistry): void {
+    const want = new Set<string>()
+    for (const svc of config.services) {
+      if (svc.kind !== 'proxy') continue
+      for (const srv of svc.servers) {
+        if (!srv.check) continue
+        const key = JSON.stringify([svc.name, srv, svc.healthCheck])
+        want.add(key)
+        if (this.#probes.has(key)) continue
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null }
+        this.#probes.set(key, probe)
+        this.#schedule(probe, 0)
+      }
+    }
+    for (const [key, p] of this.#probes) {
+      if (want.has(key)) continue
+      this.#stop(p)
+      this.#probes.delete(key)
+    }
+    // a server no longer checked must not stay DOWN because of old checks
+    for (const svc of config.services) {
+      for (const srv of svc.servers) {
+        const slot = slots.server(svc.name, srv.name)
+        if (!srv.check && slot !== undefined && Atomics.load(this.#shm.i32, serverBase(slot) + S_CHECK) !== CHECK_UP) {
+          Atomics.store(this.#shm.i32, serverBase(slot) + S_CHECK, CHECK_UP)
+          bumpServiceState(this.#shm.i32, slots.service(svc.name)!)
+        }
+      }
+    }
+  }
+
+  close (): void {
+    for (const p of this.#probes.values()) this.#stop(p)
+    this.#probes.clear()
+  }
+
+  #stop (p: Probe): void {
+    if (p.timer !== null) clearTimeout(p.timer)
+    p.req?.destroy()
+    p.timer = null
+    p.req = null
+  }
+
+  #schedule (p: Probe, delayMs: number): void {
+    p.timer = setTimeout(() => this.#run(p), delayMs)
+    p.timer.unref()
+  }
+
+  #run (p: Probe): void {
+    p.timer = null
+    const started = Date.now()
+    let done = false
+    const finish = (code: number, status: typeof CHECK_STATUS[number]): void => {
+      if (done) return
+      done = true
+      p.req = null
+      this.#record(p, code, status, Date.now() - started)
+      if (this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
+    }
+    const s = p.server
+    const req = http.request({
+      host: s.path === '' ? s.host : undefined,
+      port: s.path === '' ? s.port : undefined,
+      socketPath: s.path === '' ? undefined : s.path,
+      path: p.check.path,
+      method: 'GET',
+      agent: false,
+      timeout: p.check.timeoutMs,
+      headers: { host: s.path === '' ? s.address : 'localhost', 'user-agent': 'lb-health-check', connection: 'close' },
+    }, (res) => {
+      res.resume()
+      res.on('end', () => finish(res.statusCode ?? 0, res.statusCode === p.check.status ? 'L7OK' : 'L7STS'))
+      res.on('error', () => finish(0, 'L7RSP'))
+    })
+    p.req = req
+    req.on('timeout', () => {
+      req.destroy()
+      finish(0, req.socket?.connecting === false ? 'L7TOUT' : 'L4TOUT')
+    })
+    req.on('error', () => finish(0, 'L4CON'))
+    req.end()
+  }
+
+  #record (p: Probe, code: number, status: typeof CHECK_STATUS[number], ms: number): void {
+    const i32 = this.#shm.i32
+    const b = serverBase(p.slot)
+    const pass = status === 'L7OK'
+    Atomics.store(i32, b + S_CHECK_CODE, code)
+    Atomics.store(i32, b + S_CHECK_MS, ms)
+    Atomics.store(i32, b + S_CHECK_STATUS, statusIndex(status))
+    const up = Atomics.load(i32, b + S_CHECK) === CHECK_UP
+    let streak = Atomics.load(i32, b + S_STREAK)
+    streak = pass ? Math.max(streak, 0) + 1 : Math.min(streak, 0) - 1
+    Atomics.store(i32, b + S_STREAK, streak)
+    if (!pass && up) Atomics.add(i32, b + S_CHECK_FAILS, 1)
+    if (up && !pass && -streak >= p.check.fall) {
+      Atomics.store(i32, b + S_CHECK, CHECK_DOWN)
+      Atomics.add(i32, b + S_DOWN_COUNT, 1)
+      Atomics.store(i32, b + S_LAST_CHANGE, Date.now() | 0)
+      bumpServiceState(i32, p.serviceSlot)
+      this.#log.warn('server DOWN', { service: p.service, server: p.server.name, address: p.server.address, check: status, code })
+    } else if (!up && pass && streak >= p.check.rise) {
+      Atomics.store(i32, b + S_CHECK, CHECK_UP)
+      Atomics.store(i32, b + S_LAST_CHANGE, Date.now() | 0)
+      bumpServiceState(i32, p.serviceSlot)
+      this.#log.info('server UP', { service: p.service, server: p.server.name, address: p.server.address })
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// Assigns shared-memory slots to services and servers and keeps them stable
+// across reloads (by service name and "service/server" name), so counters,
+// health state and runtime changes (weight, drain, maint) survive a reload.
+// A freed slot goes to the back of the free list, so it is reused as late as possible.
+import type { Config } from '../config/load.js'
+import type { Slots } from '../protocol.js'
+import { clearServerCounters } from '../shm/counters.js'
+import {
+  type Shm, ADMIN_READY, CHECK_UP, MAX_SERVERS, MAX_SERVICES, S_ADMIN, S_CHECK, S_WEIGHT, SRV_WORDS, serverBase,
+} from '../shm/layout.js'
+import { bumpServiceState } from '../shm/server-state.js'
+
+export class SlotRegistry {
+  readonly #shm: Shm
+  readonly #services = new Map<string, number>()
+  readonly #servers = new Map<string, number>()
+  /** weight each server had in the config last applied: a reload changes the live weight only if the config's changed */
+  readonly #configWeight = new Map<string, number>()
+  readonly #freeServices: number[] = Array.from({ length: MAX_SERVICES }, (_, i) => i)
+  readonly #freeServers: number[] = Array.from({ length: MAX_SERVERS }, (_, i) => i)
+
+  constructor (shm: Shm) {
+    this.#shm = shm
+  }
+
+  /** Assigns slots for `config`, frees the slots of what it no longer has; throws when slots run out. */
+  apply (config: Config): Slots {
+    const i32 = this.#shm.i32
+    const services: Record<string, number> = {}
+    const servers: Record<string, number> = {}
+    for (const svc of config.services) {
+      let s = this.#services.get(svc.name)
+      if (s === undefined) {
+        s = this.#freeServices.shift()
+        if (s === undefined) throw new Error(`more than ${MAX_SERVICES} services`)
+        this.#services.set(svc.name, s)
+      }
+      services[svc.name] = s
+      for (const srv of svc.servers) {
+        const key = `${svc.name}/${srv.name}`
+        let slot = this.#servers.get(key)
+        if (slot === undefined) {
+          slot = this.#freeServers.shift()
+          if (slot === undefined) throw new Error(`more than ${MAX_SERVERS} servers`)
+          this.#servers.set(key, slot)
+          const b = serverBase(slot)
+          i32.fill(0, b, b + SRV_WORDS)
+          clearServerCounters(this.#shm, slot)
+          Atomics.store(i32, b + S_ADMIN, ADMIN_READY)
+          Atomics.store(i32, b + S_CHECK, CHECK_UP) // servers start UP, as HAProxy and Traefik; checks take them out
+          Atomics.store(i32, b + S_WEIGHT, srv.weight)
+        } else if (this.#configWeight.get(key) !== srv.weight) {
+          Atomics.store(i32, serverBase(slot) + S_WEIGHT, srv.weight)
+        }
+        this.#configWeight.set(key, srv.weight)
+        servers[key] = slot
+      }
+      bumpServiceState(i32, s)
+    }
+    for (const [name, s] of this.#services) if (!(name in services)) { this.#services.delete(name); this.#freeServices.push(s) }
+    for (const [key, s] of this.#servers) if (!(key in servers)) { this.#servers.delete(key); this.#configWeight.delete(key); this.#freeServers.push(s) }
+    return { services, servers }
+  }
+
+  server (service: string, server: string): number | undefined {
+    return this.#servers.get(`${service}/${server}`)
+  }
+
+  service (name: string): number | undefined {
+    return this.#services.get(name)
+  }
+}

@@ -1,0 +1,147 @@
+// Starts the data-plane worker threads, restarts one that dies (with back-off,
+// so a worker that crashes at start does not spin), and broadcasts config
+// generations. Workers share all state through shared memory; messages are
+// only for configuration and lifecycle.
+import { Worker } from 'node:worker_threads'
+import type { Config } from '../config/load.js'
+import type { Logger } from '../log.js'
+import type { FromWorker, Slots, ToWorker, WorkerData } from '../protocol.js'
+import type { Shm } from '../shm/layout.js'
+
+const WORKER_URL = new URL('../worker/main.js', import.meta.url)
+const BACKOFF_MIN_MS = 100
+const BACKOFF_MAX_MS = 10_000
+const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
+
+interface Slot {
+  worker: Worker | null
+  startedAt: number
+  backoffMs: number
+}
+
+export class Supervisor {
+  readonly #shm: Shm
+  readonly #log: Logger
+  readonly #slots: Slot[]
+  #config: Config
+  #slotMap: Slots
+  #generation: number
+  #stopping = false
+  #accepting = true
+  readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
+
+  constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
+    this.#shm = shm
+    this.#config = config
+    this.#slotMap = slots
+    this.#generation = generation
+    this.#log = log
+    this.#slots = Array.from({ length: shm.workers }, () => ({ worker: null, startedAt: 0, backoffMs: BACKOFF_MIN_MS }))
+  }
+
+  /** Starts every worker; resolves when all listen, rejects with the first fatal start-up error. */
+  start (): Promise<void> {
+    return Promise.all(this.#slots.map((_, i) => this.#spawn(i))).then(() => undefined)
+  }
+
+  #spawn (index: number): Promise<void> {
+    const slot = this.#slots[index]!
+    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap }
+    const w = new Worker(WORKER_URL, { workerData: data })
+    slot.worker = w
+    slot.startedAt = Date.now()
+    return new Promise((resolve, reject) => {
+      let ready = false
+      w.on('message', (m: FromWorker) => {
+        switch (m.type) {
+          case 'ready':
+            ready = true
+            if (!this.#accepting) this.#send(w, { type: 'accept', on: false })
+            resolve()
+            break
+          case 'fatal':
+            this.#log.error('worker failed', { worker: index, error: m.message })
+            if (!ready) reject(new Error(m.message))
+            break
+          case 'applied':
+          case 'rejected':
+            this.#settle(m.generation, index, m.type === 'rejected' ? m.message : null)
+            break
+          default: {
+            const never: never = m
+            this.#log.error('unknown worker message', { msg: never })
+          }
+        }
+      })
+      w.on('error', (err) => this.#log.error('worker error', { worker: index, error: err.stack ?? err.message }))
+      w.on('exit', (code) => {
+        slot.worker = null
+        for (const p of this.#pending.values()) if (p.waiting.delete(index) && p.waiting.size === 0) p.resolve(p.errors)
+        if (this.#stopping) return
+        if (!ready) return // start-up failure: reported through the promise
+        this.#log.error('worker exited; restarting', { worker: index, code })
+        if (Date.now() - slot.startedAt > STABLE_MS) slot.backoffMs = BACKOFF_MIN_MS
+        const delay = slot.backoffMs
+        slot.backoffMs = Math.min(BACKOFF_MAX_MS, slot.backoffMs * 2)
+        setTimeout(() => {
+          if (!this.#stopping) this.#spawn(index).catch((err: Error) => this.#log.error('worker restart failed', { worker: index, error: err.message }))
+        }, delay).unref()
+      })
+    })
+  }
+
+  #send (w: Worker, msg: ToWorker): void {
+    w.postMessage(msg)
+  }
+
+  #settle (generation: number, index: number, error: string | null): void {
+    const p = this.#pending.get(generation)
+    if (p === undefined) return
+    if (error !== null) p.errors.push(`worker ${index}: ${error}`)
+    p.waiting.delete(index)
+    if (p.waiting.size === 0) {
+      this.#pending.delete(generation)
+      p.resolve(p.errors)
+    }
+  }
+
+  /** Sends a new config generation to every worker; resolves with the workers' errors (empty = applied everywhere). */
+  broadcast (config: Config, slots: Slots, generation: number): Promise<string[]> {
+    this.#config = config
+    this.#slotMap = slots
+    this.#generation = generation
+    const live = this.#slots.map((s, i) => [s.worker, i] as const).filter(([w]) => w !== null)
+    return new Promise((resolve) => {
+      if (live.length === 0) {
+        resolve([])
+        return
+      }
+      this.#pending.set(generation, { resolve, waiting: new Set(live.map(([, i]) => i)), errors: [] })
+      for (const [w] of live) this.#send(w!, { type: 'config', generation, config, slots })
+    })
+  }
+
+  setAccepting (on: boolean): void {
+    if (this.#accepting === on) return
+    this.#accepting = on
+    for (const s of this.#slots) if (s.worker !== null) this.#send(s.worker, { type: 'accept', on })
+  }
+
+  /** Stops accepting and lets in-flight requests finish; kills workers still busy after `timeoutMs`. */
+  async drain (timeoutMs: number): Promise<void> {
+    this.#stopping = true
+    const exits = this.#slots.map((s) => s.worker === null
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+        s.worker!.once('exit', () => resolve())
+        this.#send(s.worker!, { type: 'drain' })
+      }))
+    const timer = setTimeout(() => { for (const s of this.#slots) void s.worker?.terminate() }, timeoutMs)
+    await Promise.all(exits)
+    clearTimeout(timer)
+  }
+
+  get workerThreadIds (): number[] {
+    return this.#slots.map((s) => s.worker?.threadId ?? -1)
+  }
+}

@@ -1,0 +1,53 @@
+// Every error the balancer can report, by code. A code's message template uses
+// {name} placeholders; `status` is the HTTP status it maps to when it reaches a
+// client (0 = never sent to a client). Errors that cross postMessage lose their
+// class, so callers compare `err.code`, never `instanceof`.
+//
+// ERRORS.md documents every code; test/core/errors.test.ts checks both ways.
+
+export const ERRORS = {
+  // configuration
+  LB_ERR_CONFIG_READ: { status: 0, message: 'cannot read {file}: {reason}' },
+  LB_ERR_CONFIG_PARSE: { status: 0, message: '{file}: TOML syntax error: {reason}' },
+  LB_ERR_CONFIG_INVALID: { status: 0, message: '{file}: invalid configuration:\n{problems}' },
+  // start-up
+  LB_ERR_UWS_FALLBACK: { status: 0, message: 'uWebSockets.js native binary did not load ({reason}); refusing to run on its slow JS fallback' },
+  LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
+  // data plane, answered to clients
+  LB_ERR_NO_ROUTE: { status: 404, message: 'no route for this request' },
+  LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
+  LB_ERR_BAD_REQUEST: { status: 400, message: 'bad request: {reason}' },
+  LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}' },
+  LB_ERR_UPSTREAM_CONNECT: { status: 502, message: 'cannot connect to upstream server' },
+  LB_ERR_UPSTREAM_RESET: { status: 502, message: 'upstream server closed the connection' },
+  LB_ERR_UPSTREAM_PROTOCOL: { status: 502, message: 'upstream server sent an invalid response' },
+  LB_ERR_UPSTREAM_TIMEOUT: { status: 504, message: 'upstream server timed out' },
+  LB_ERR_FORBIDDEN: { status: 403, message: 'forbidden' },
+  LB_ERR_METHOD: { status: 405, message: 'method not allowed' },
+  LB_ERR_PLUGIN: { status: 500, message: 'internal error in middleware {middleware}' },
+  LB_ERR_OVERLOADED: { status: 503, message: 'too many connections' },
+} as const satisfies Record<string, { status: number, message: string }>
+
+export type ErrorCode = keyof typeof ERRORS
+
+export interface LbError extends Error {
+  code: ErrorCode
+  status: number
+}
+
+/** Fill a code's template; unknown placeholders stay as written. */
+export function formatError (code: ErrorCode, params: Record<string, string | number> = {}): string {
+  return ERRORS[code].message.replace(/\{(\w+)\}/g, (m, k: string) => (k in params ? String(params[k]) : m))
+}
+
+export function lbError (code: ErrorCode, params?: Record<string, string | number>): LbError {
+  const err = new Error(formatError(code, params)) as LbError
+  err.code = code
+  err.status = ERRORS[code].status
+  return err
+}
+
+export function isLbError (err: unknown): err is LbError {
+  return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'string' &&
+    (err as { code: string }).code in ERRORS
+}

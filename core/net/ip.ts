@@ -1,0 +1,94 @@
+// IP address text ↔ 16-byte form, and CIDR matching for allow lists. IPv4 is
+// held as an IPv4-mapped IPv6 address (::ffff:a.b.c.d), so one matcher serves both.
+import { isIPv4, isIPv6 } from 'node:net'
+
+/** Parses an IPv4 or IPv6 address into 16 bytes; null when it is not an address. */
+export function parseIp (s: string): Uint8Array | null {
+  if (isIPv4(s)) {
+    const out = new Uint8Array(16)
+    out[10] = 0xff
+    out[11] = 0xff
+    s.split('.').forEach((p, i) => { out[12 + i] = Number(p) })
+    return out
+  }
+  if (!isIPv6(s)) return null
+  let text = s
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
+  let tail: number[] = []
+  if (v4 !== null) {
+    tail = v4[1]!.split('.').map(Number)
+    text = text.slice(0, -v4[1]!.length) + '0:0'
+  }
+  const [head, rest] = text.split('::') as [string, string | undefined]
+  const hs = head === '' ? [] : head.split(':')
+  const rs = rest === undefined || rest === '' ? [] : rest.split(':')
+  const groups = rest === undefined ? hs : [...hs, ...new Array<string>(8 - hs.length - rs.length).fill('0'), ...rs]
+  const out = new Uint8Array(16)
+  groups.forEach((g, i) => {
+    const v = parseInt(g, 16)
+    out[i * 2] = v >> 8
+    out[i * 2 + 1] = v & 0xff
+  })
+  if (tail.length === 4) out.set(tail, 12)
+  return out
+}
+
+/** Canonical text: dotted IPv4 for IPv4 and IPv4-mapped addresses, compressed IPv6 otherwise. */
+export function formatIp (b: Uint8Array): string {
+  let mapped = b[10] === 0xff && b[11] === 0xff
+  for (let i = 0; i < 10 && mapped; i++) if (b[i] !== 0) mapped = false
+  if (mapped) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  const g: number[] = []
+  for (let i = 0; i < 16; i += 2) g.push((b[i]! << 8) | b[i + 1]!)
+  // longest run of zero groups (length >= 2) becomes "::" (RFC 5952)
+  let bestAt = -1
+  let bestLen = 1
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) { i++; continue }
+    let j = i
+    while (j < 8 && g[j] === 0) j++
+    if (j - i > bestLen) { bestAt = i; bestLen = j - i }
+    i = j
+  }
+  const hex = g.map((x) => x.toString(16))
+  if (bestAt < 0) return hex.join(':')
+  return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`
+}
+
+/** Normalises whatever text uWS reports for a peer (long-form IPv6, mapped IPv4) to canonical text. */
+export function canonicalIp (s: string): string {
+  const b = parseIp(s)
+  return b === null ? s : formatIp(b)
+}
+
+export interface Cidr { readonly bytes: Uint8Array, readonly bits: number }
+
+/** "10.0.0.0/8", "::1", "2001:db8::/32" → Cidr; null when malformed. */
+export function parseCidr (s: string): Cidr | null {
+  const slash = s.indexOf('/')
+  const addr = slash < 0 ? s : s.slice(0, slash)
+  const bytes = parseIp(addr)
+  if (bytes === null) return null
+  const v4 = isIPv4(addr)
+  const max = v4 ? 32 : 128
+  const bits = slash < 0 ? max : Number(s.slice(slash + 1))
+  if (!Number.isInteger(bits) || bits < 0 || bits > max || (slash >= 0 && !/^\d+$/.test(s.slice(slash + 1)))) return null
+  return { bytes, bits: v4 ? bits + 96 : bits }
+}
+
+export function cidrContains (c: Cidr, ip: Uint8Array): boolean {
+  let bits = c.bits
+  for (let i = 0; i < 16 && bits > 0; i++, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff
+    if ((c.bytes[i]! & mask) !== (ip[i]! & mask)) return false
+  }
+  return true
+}
+
+/** Compiles a list of CIDRs into a predicate over address text; unparsable client text never matches. */
+export function allowList (cidrs: readonly Cidr[]): (ip: string) => boolean {
+  return (ip) => {
+    const b = parseIp(ip)
+    return b !== null && cidrs.some((c) => cidrContains(c, b))
+  }
+}

@@ -1,0 +1,32 @@
+// Every message between the control plane (main thread) and the data-plane
+// workers: the only wire definition. Each receiver switches on `type` with a
+// `never` check. Configs cross as plain data (structured clone).
+import type { Config } from './config/load.js'
+
+/** Shared-memory slots of services and servers ("service/server"), assigned by the control plane. */
+export interface Slots {
+  readonly services: Readonly<Record<string, number>>
+  readonly servers: Readonly<Record<string, number>>
+}
+
+export interface WorkerData {
+  readonly index: number
+  readonly workers: number
+  readonly shm: SharedArrayBuffer
+  readonly generation: number
+  readonly config: Config
+  readonly slots: Slots
+}
+
+export type ToWorker =
+  | { readonly type: 'config', readonly generation: number, readonly config: Config, readonly slots: Slots }
+  /** stop (false) or restart (true) accepting new connections: the global connection cap */
+  | { readonly type: 'accept', readonly on: boolean }
+  /** stop accepting, let requests in flight finish, then exit */
+  | { readonly type: 'drain' }
+
+export type FromWorker =
+  | { readonly type: 'ready', readonly index: number }
+  | { readonly type: 'applied', readonly index: number, readonly generation: number }
+  | { readonly type: 'rejected', readonly index: number, readonly generation: number, readonly message: string }
+  | { readonly type: 'fatal', readonly index: number, readonly message: string }

@@ -1,0 +1,42 @@
+// Striped counters: each thread adds to its own stripe with plain stores (it is
+// the only writer there), readers sum all stripes. Reads may be a few
+// increments stale; they never tear on the 64-bit platforms Node runs on.
+import { type Shm, GLOBAL_COUNTERS, SRV_COUNTERS, STRIPE_WORDS, serverCounterBase, stripeBase } from './layout.js'
+
+/** Sums global counter `id` over every stripe (workers and control plane). */
+export function sumGlobal (shm: Shm, id: number): number {
+  let s = 0
+  for (let w = 0; w <= shm.workers; w++) s += shm.f64[w * STRIPE_WORDS + id]!
+  return s
+}
+
+/** Sums per-server counter `id` of server `slot` over every stripe. */
+export function sumServer (shm: Shm, slot: number, id: number): number {
+  let s = 0
+  for (let w = 0; w <= shm.workers; w++) s += shm.f64[serverCounterBase(w, slot) + id]!
+  return s
+}
+
+/** Zeroes a server slot's counters in every stripe (the slot is being reused for a new server). */
+export function clearServerCounters (shm: Shm, slot: number): void {
+  for (let w = 0; w <= shm.workers; w++) shm.f64.fill(0, serverCounterBase(w, slot), serverCounterBase(w, slot) + SRV_COUNTERS)
+}
+
+/** A thread's own view: its stripe's base offsets, so hot paths do one add. */
+export class Stripe {
+  readonly f64: Float64Array
+  readonly base: number
+
+  constructor (shm: Shm, stripe: number) {
+    this.f64 = shm.f64
+    this.base = stripeBase(stripe)
+  }
+
+  add (id: number, n = 1): void {
+    this.f64[this.base + id]! += n
+  }
+
+  addServer (slot: number, id: number, n = 1): void {
+    this.f64[this.base + GLOBAL_COUNTERS + slot * SRV_COUNTERS + id]! += n
+  }
+}

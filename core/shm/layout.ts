@@ -1,0 +1,139 @@
+// The one SharedArrayBuffer shared by the control plane and every data-plane
+// worker, and its layout. A change here changes the contract between threads:
+// bump LAYOUT_VERSION. No objects or strings live here, only numbers.
+//
+//  ┌───────────── Int32 words (i32) ─────────────┐┌──────── Float64 words (f64) ────────┐
+//  │ HEADER │ SERVERS × SRV_WORDS │ SERVICES × SVC │ STRIPES × (GLOBAL + SERVERS × SRV_C) │
+//  └─────────────────────────────────────────────┘└──────────────────────────────────────┘
+//
+// Int32 words are shared state written by several threads with Atomics
+// (server health, in-flight counts, balancing cursors). Float64 words are
+// counters striped per thread: stripe w is written only by worker w (stripe
+// `workers` by the control plane), with plain stores, and readers sum the
+// stripes (HAProxy's per-thread counters). Float64 so counts never wrap.
+//
+// Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
+// compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
+
+export const LAYOUT_VERSION = 1
+export const MAGIC = 0x4c42_5348 // "LBSH"
+
+export const MAX_SERVERS = 1024
+export const MAX_SERVICES = 256
+
+// header words (i32)
+export const H_MAGIC = 0
+export const H_VERSION = 1
+export const H_WORKERS = 2
+export const H_GENERATION = 3 // dynamic config generation now applied
+export const H_CONN_ACTIVE = 4 // client connections open now (kernel census, control plane)
+export const H_CONN_CAP_HIT = 5 // 1 while open connections >= global.max_connections
+export const HEADER_WORDS = 16
+
+// per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS
+export const S_INFLIGHT = 0 // requests in flight to this server, all workers (Atomics.add/sub)
+export const S_ADMIN = 1 // ADMIN_* below, set by the runtime socket / config API
+export const S_CHECK = 2 // CHECK_* below, active health-check verdict
+export const S_DOWN_UNTIL = 3 // passive: out of rotation until this tick (0 = not out)
+export const S_FAILS = 4 // passive: failures counted in the current window
+export const S_FAIL_START = 5 // passive: tick when the current window began
+export const S_WEIGHT = 6 // effective weight 0..256 (set from config, changed by `set weight`)
+export const S_STREAK = 7 // health-check streak: >0 consecutive passes, <0 consecutive failures
+export const S_LAST_CHANGE = 8 // tick of the last UP/DOWN transition
+export const S_CHECK_CODE = 9 // HTTP status of the last check (0 = connect error / time-out)
+export const S_CHECK_MS = 10 // duration of the last check in ms
+export const S_CHECK_FAILS = 11 // failed checks (chkfail)
+export const S_DOWN_COUNT = 12 // UP→DOWN transitions (chkdown)
+export const S_CHECK_STATUS = 13 // CHECK_STATUS_* below (HAProxy check_status)
+export const SRV_WORDS = 16
+
+export const ADMIN_READY = 0
+export const ADMIN_DRAIN = 1
+export const ADMIN_MAINT = 2
+
+export const CHECK_UP = 1
+export const CHECK_DOWN = 0
+
+export const CHECK_STATUS = ['UNK', 'INI', 'L4OK', 'L4CON', 'L4TOUT', 'L7OK', 'L7STS', 'L7TOUT', 'L7RSP'] as const
+
+// per-service words (i32), at SERVICES_BASE + slot * SVC_WORDS
+export const V_CURSOR = 0 // round-robin / tie-break cursor (Atomics.add)
+export const V_STATE_VERSION = 1 // bumped whenever a server's weight or usability may have changed
+export const SVC_WORDS = 4
+
+export const SERVERS_BASE = HEADER_WORDS
+export const SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
+export const I32_WORDS = SERVICES_BASE + MAX_SERVICES * SVC_WORDS
+
+// global counters (f64) at the start of each stripe
+export const G_REQUESTS = 0 // client requests (stub_status "requests")
+export const G_ACCEPTS = 1 // client connections accepted (control plane stripe: kernel census)
+export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
+export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
+export const G_BYTES_IN = 4
+export const G_BYTES_OUT = 5
+export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
+export const G_RESP_OTHER = 11
+export const G_REFUSED = 12 // requests refused because the connection cap was reached
+export const GLOBAL_COUNTERS = 16
+
+// per-server counters (f64), after the global counters of a stripe
+export const C_SELECTED = 0 // times picked by the balancer (lbtot)
+export const C_BYTES_IN = 1 // bytes received from the client and sent to this server
+export const C_BYTES_OUT = 2 // bytes received from this server
+export const C_RESP_1XX = 3 // ..C_RESP_5XX = 7
+export const C_CONN_ERR = 8 // connect errors (econ)
+export const C_RESP_ERR = 9 // resets, time-outs, invalid responses (eresp)
+export const C_RETRIES = 10 // retries away from this server (wretr)
+export const SRV_COUNTERS = 12
+
+export const STRIPE_WORDS = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
+
+export interface Shm {
+  readonly buffer: SharedArrayBuffer
+  readonly i32: Int32Array
+  readonly f64: Float64Array
+  /** number of data-plane workers; stripe `workers` belongs to the control plane */
+  readonly workers: number
+}
+
+function f64Offset (): number {
+  return Math.ceil((I32_WORDS * 4) / 8) * 8
+}
+
+/** Allocates and initialises the shared memory for `workers` data-plane workers. */
+export function createShm (workers: number): Shm {
+  const stripes = workers + 1
+  const buffer = new SharedArrayBuffer(f64Offset() + stripes * STRIPE_WORDS * 8)
+  const shm = attachShm(buffer, workers)
+  shm.i32[H_MAGIC] = MAGIC
+  shm.i32[H_VERSION] = LAYOUT_VERSION
+  shm.i32[H_WORKERS] = workers
+  return shm
+}
+
+/** Wraps an existing buffer (in a worker); checks that both sides agree on the layout. */
+export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
+  const i32 = new Int32Array(buffer, 0, I32_WORDS)
+  const f64 = new Float64Array(buffer, f64Offset())
+  if (i32[H_MAGIC] !== 0 && (i32[H_MAGIC] !== MAGIC || i32[H_VERSION] !== LAYOUT_VERSION)) {
+    throw new Error(`shared memory layout mismatch (version ${i32[H_VERSION]}, expected ${LAYOUT_VERSION})`)
+  }
+  return { buffer, i32, f64, workers }
+}
+
+export function serverBase (slot: number): number {
+  return SERVERS_BASE + slot * SRV_WORDS
+}
+
+export function serviceBase (slot: number): number {
+  return SERVICES_BASE + slot * SVC_WORDS
+}
+
+export function stripeBase (stripe: number): number {
+  return stripe * STRIPE_WORDS
+}
+
+export function serverCounterBase (stripe: number, slot: number): number {
+  return stripe * STRIPE_WORDS + GLOBAL_COUNTERS + slot * SRV_COUNTERS
+}

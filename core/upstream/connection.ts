@@ -1,0 +1,142 @@
+// One keep-alive connection to an upstream server. Reads go into one buffer
+// shared by every upstream socket of this thread (net `onread`): a read is
+// parsed and handed on before the next read can happen, so nothing in it
+// outlives the callback and reads allocate nothing.
+import net from 'node:net'
+import type { ErrorCode } from '../errors.js'
+import { now } from '../clock.js'
+import { ResponseParser, type ResponseSink } from './response-parser.js'
+import type { ServerPool } from './pool.js'
+
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024)
+
+/** The request side of one request/response over a connection (core/worker/proxy.ts). */
+export interface Exchange extends ResponseSink {
+  /** the connection is ready for this exchange's request */
+  onConnected (conn: UpstreamConnection): void
+  /** the exchange failed; the connection is already destroyed */
+  onUpstreamError (code: ErrorCode, conn: UpstreamConnection): void
+  /** the whole request (head and body) has been written */
+  readonly requestComplete: boolean
+}
+
+export class UpstreamConnection implements ResponseSink {
+  readonly socket: net.Socket
+  readonly pool: ServerPool
+  readonly parser = new ResponseParser()
+  exchange: Exchange | null = null
+  connected = false
+  closed = false
+  /** requests started on this connection, the current one included */
+  uses = 0
+  /** tick after which the current phase times out (or the idle connection is closed) */
+  deadline = 0
+  /** reading stopped because the client cannot take more (see resume) */
+  #paused = false
+
+  constructor (pool: ServerPool) {
+    this.pool = pool
+    const onread = { buffer: READ_BUFFER, callback: (n: number, buf: Uint8Array): boolean => this.#onRead(n, buf as Buffer) }
+    const opts = pool.server.path !== ''
+      ? { path: pool.server.path, onread }
+      : { host: pool.server.host, port: pool.server.port, onread, noDelay: true }
+    this.socket = net.connect(opts as net.NetConnectOpts)
+    this.socket.on('connect', () => {
+      this.connected = true
+      const ex = this.exchange
+      if (ex !== null) ex.onConnected(this)
+    })
+    this.socket.on('error', () => { this.#fail() })
+    this.socket.on('close', () => { this.#fail() })
+  }
+
+  /** Binds an exchange; the head of its response is expected next. */
+  assign (exchange: Exchange, isHead: boolean, deadline: number): void {
+    this.exchange = exchange
+    this.#paused = false
+    this.uses++
+    this.deadline = deadline
+    this.parser.reset(this, isHead)
+  }
+
+  write (data: string | Buffer): boolean {
+    return typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data)
+  }
+
+  destroy (): void {
+    if (this.closed) return
+    this.closed = true
+    this.exchange = null
+    this.socket.destroy()
+    this.pool.forget(this)
+  }
+
+  /** Called by the sweeper when `deadline` passed. */
+  expire (code: ErrorCode): void {
+    const ex = this.exchange
+    this.destroy()
+    if (ex !== null) ex.onUpstreamError(code, this)
+  }
+
+  onHead (status: number, reason: string, headers: string[], contentLength: number): void {
+    this.exchange!.onHead(status, reason, headers, contentLength)
+  }
+
+  onBody (buf: Buffer, start: number, end: number): boolean {
+    const ex = this.exchange
+    if (ex !== null && !ex.onBody(buf, start, end)) this.#paused = true
+    return !this.#paused
+  }
+
+  /** Reads again after the client drained. */
+  resume (): void {
+    if (!this.#paused || this.closed) return
+    this.#paused = false
+    this.socket.resume()
+  }
+
+  onEnd (): void {
+    const ex = this.exchange
+    this.exchange = null
+    if (ex === null) return
+    const reusable = this.parser.keepAlive && ex.requestComplete
+    if (this.#paused) {
+      // the client side holds the rest of this response; an idle connection must keep reading (to see a close)
+      this.#paused = false
+      this.socket.resume()
+    }
+    ex.onEnd()
+    if (this.closed) return
+    if (reusable) this.pool.release(this)
+    else this.destroy()
+  }
+
+  #onRead (n: number, buf: Buffer): boolean {
+    if (this.exchange === null) {
+      // bytes on an idle connection: the server broke the protocol; drop it
+      this.destroy()
+      return false
+    }
+    this.deadline = now() + this.pool.serverTimeoutMs
+    const err = this.parser.feed(buf, 0, n)
+    if (err !== null) {
+      const ex = this.exchange
+      this.destroy()
+      if (ex !== null) ex.onUpstreamError('LB_ERR_UPSTREAM_PROTOCOL', this)
+      return false
+    }
+    return !this.#paused // false pauses the socket (net onread contract)
+  }
+
+  #fail (): void {
+    if (this.closed) return
+    const ex = this.exchange
+    const finished = this.parser.close() // a close-delimited body ends here
+    this.closed = true
+    this.exchange = null
+    this.socket.destroy()
+    this.pool.forget(this)
+    if (ex === null || finished) return
+    ex.onUpstreamError(this.connected ? 'LB_ERR_UPSTREAM_RESET' : 'LB_ERR_UPSTREAM_CONNECT', this)
+  }
+}

@@ -1,0 +1,104 @@
+// Keep-alive connections to one upstream server, per worker. `keepalive` is the
+// number of IDLE connections kept (nginx `keepalive`, HAProxy `pool-max-conn`),
+// not a cap: a request that finds no idle connection opens a new one at once,
+// so requests never queue behind a pool limit.
+import type { ServerConf } from '../config/dynamic.js'
+import { now } from '../clock.js'
+import { type Exchange, UpstreamConnection } from './connection.js'
+
+export interface PoolOptions {
+  readonly maxIdle: number
+  readonly connectTimeoutMs: number
+  readonly serverTimeoutMs: number
+  readonly keepAliveMs: number
+}
+
+const SWEEP_MS = 250
+const pools = new Set<ServerPool>()
+let sweeper: NodeJS.Timeout | null = null
+
+export class ServerPool {
+  readonly server: ServerConf
+  readonly maxIdle: number
+  readonly connectTimeoutMs: number
+  readonly serverTimeoutMs: number
+  readonly keepAliveMs: number
+  readonly #idle: UpstreamConnection[] = []
+  readonly #busy = new Set<UpstreamConnection>()
+  #closing = false
+
+  constructor (server: ServerConf, opts: PoolOptions) {
+    this.server = server
+    this.maxIdle = opts.maxIdle
+    this.connectTimeoutMs = opts.connectTimeoutMs
+    this.serverTimeoutMs = opts.serverTimeoutMs
+    this.keepAliveMs = opts.keepAliveMs
+    pools.add(this)
+    if (sweeper === null) {
+      sweeper = setInterval(sweepAll, SWEEP_MS)
+      sweeper.unref()
+    }
+  }
+
+  get idleCount (): number { return this.#idle.length }
+  get busyCount (): number { return this.#busy.size }
+
+  /**
+   * Binds `ex` to an idle connection (most recently used first, so surplus ones
+   * age out) or a new one. Calls ex.onConnected when the connection is ready:
+   * synchronously for an idle connection.
+   */
+  acquire (ex: Exchange, isHead: boolean): UpstreamConnection {
+    const t = now()
+    let conn = this.#idle.pop()
+    while (conn !== undefined && conn.closed) conn = this.#idle.pop()
+    if (conn !== undefined) {
+      this.#busy.add(conn)
+      conn.assign(ex, isHead, t + this.serverTimeoutMs)
+      ex.onConnected(conn)
+      return conn
+    }
+    conn = new UpstreamConnection(this)
+    this.#busy.add(conn)
+    conn.assign(ex, isHead, t + this.connectTimeoutMs)
+    return conn
+  }
+
+  release (conn: UpstreamConnection): void {
+    this.#busy.delete(conn)
+    if (this.#closing || this.#idle.length >= this.maxIdle) {
+      conn.destroy()
+      return
+    }
+    conn.deadline = now() + this.keepAliveMs
+    this.#idle.push(conn)
+  }
+
+  /** The connection closed or was destroyed: drop every reference to it. */
+  forget (conn: UpstreamConnection): void {
+    if (this.#busy.delete(conn)) return
+    const i = this.#idle.indexOf(conn)
+    if (i >= 0) this.#idle.splice(i, 1)
+  }
+
+  /** Closes idle connections now and busy ones when their exchange ends (config reload, shutdown). */
+  close (): void {
+    this.#closing = true
+    for (const c of this.#idle.splice(0)) c.destroy()
+    pools.delete(this)
+    if (this.#busy.size > 0) pools.add(this) // keep sweeping time-outs until the last exchange ends
+  }
+
+  sweep (t: number): void {
+    for (const c of this.#busy) {
+      if (((t - c.deadline) | 0) > 0) c.expire('LB_ERR_UPSTREAM_TIMEOUT')
+    }
+    while (this.#idle.length > 0 && ((t - this.#idle[0]!.deadline) | 0) > 0) this.#idle[0]!.destroy()
+    if (this.#closing && this.#busy.size === 0) pools.delete(this)
+  }
+}
+
+function sweepAll (): void {
+  const t = now()
+  for (const p of pools) p.sweep(t)
+}

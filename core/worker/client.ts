@@ -1,0 +1,30 @@
+// The client side of one request as the data plane sees it. core/worker/http.ts
+// implements it over uWS; nothing else touches uWS objects.
+
+export interface ClientResponse {
+  /** the client went away; nothing may be written any more */
+  readonly aborted: boolean
+  /** a response was started (head written or queued) */
+  readonly started: boolean
+  /** Called once when the client goes away before the response ended. */
+  onAbort (cb: () => void): void
+  /**
+   * Body chunks of the request. Chunks are views valid only during the call
+   * (copy to keep). Chunks that arrived before this call are delivered first.
+   */
+  onBody (cb: (chunk: Buffer, last: boolean) => void): void
+  /** Stop / restart reading the request body (upstream backpressure). */
+  pauseBody (): void
+  resumeBody (): void
+  /** Starts the response; `contentLength` -1 = unknown (chunked to the client). */
+  head (status: number, reason: string, headers: readonly string[], contentLength: number, headRequest: boolean): void
+  /** Writes body bytes buf[start, end); false = client backpressure (the data is kept), wait for onDrain. */
+  body (buf: Buffer, start: number, end: number): boolean
+  onDrain (cb: () => void): void
+  /** Ends the response (after head and body). */
+  end (): void
+  /** A complete small response in one write; `close` asks to close the connection after it. */
+  send (status: number, headers: readonly string[], body: string, close?: boolean): void
+  /** Closes the client connection at once (a response that cannot be completed). */
+  destroy (): void
+}

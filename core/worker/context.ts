@@ -1,0 +1,59 @@
+// Per-request state: one fixed-shape object, every field initialised here, so
+// V8 keeps one hidden class. Plugins read the request from it and use the
+// pre-declared slots; they never see uWS objects.
+
+/** An answer produced by a middleware instead of proxying (401, 429, 301, ...). */
+export interface Reply {
+  status: number
+  /** flat [name, value, ...] */
+  headers: string[]
+  body: string
+}
+
+export class Ctx {
+  /** upper-case method */
+  method = ''
+  /** path without the query, as received */
+  path = ''
+  /** query without '?', '' when none */
+  query = ''
+  /** lower-case host name without the port ('' when no Host header) */
+  host = ''
+  /** request headers as flat [name, value, ...], names lower-case */
+  headers: string[] = []
+  /** client address, canonical text */
+  remoteAddress = ''
+  proto: 'http' | 'https' = 'http'
+  entrypoint = ''
+  /** request body length from Content-Length; -1 when chunked or unknown */
+  contentLength = 0
+  chunked = false
+  /** tick when the request arrived */
+  start = 0
+  router = ''
+  service = ''
+  server = ''
+  /** status sent to the client (0 until sent) */
+  status = 0
+  bytesIn = 0
+  bytesOut = 0
+  // --- slots for middlewares
+  /** authenticated user name (basicAuth, jwt) */
+  user = ''
+  /** key the rate limiter counted this request under */
+  rateKey = ''
+  /** set by a middleware that answers the request itself */
+  reply: Reply | null = null
+  /** extra headers for the upstream request, flat [name, value, ...] */
+  upstreamHeaders: string[] | null = null
+  /** lower-case names of request headers not to forward */
+  dropHeaders: string[] | null = null
+  /** extra headers for the client response, flat [name, value, ...] */
+  responseHeaders: string[] | null = null
+
+  header (name: string): string {
+    const h = this.headers
+    for (let i = 0; i < h.length; i += 2) if (h[i] === name) return h[i + 1]!
+    return ''
+  }
+}

@@ -1,0 +1,207 @@
+// One generation of a worker's data plane: routes compiled per entry point,
+// services with their balancers and connection pools, middleware chains.
+// Built from a frozen config snapshot whenever the control plane sends one;
+// requests in flight finish on the generation they started on.
+import type { Config } from '../config/load.js'
+import type { RouterConf, ServiceConf } from '../config/dynamic.js'
+import { type ErrorCode, ERRORS, formatError } from '../errors.js'
+import type { Logger } from '../log.js'
+import { now } from '../clock.js'
+import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
+import type { Stripe } from '../shm/counters.js'
+import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
+import { ServerPool } from '../upstream/pool.js'
+import { allowList, parseCidr, type Cidr } from '../net/ip.js'
+import { HANDLED, type Hooks } from '../plugin.js'
+import { PLUGINS } from '../../plugins/index.js'
+import type { Slots } from '../protocol.js'
+import type { AccessLog } from './access-log.js'
+import { type Chain, EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
+import type { ClientResponse } from './client.js'
+import type { Ctx } from './context.js'
+import { ProxyExchange } from './proxy.js'
+import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
+import { renderStatus } from './status-page.js'
+
+export interface ServerRuntime {
+  readonly conf: ServiceConf['servers'][number]
+  readonly slot: number
+  readonly pool: ServerPool
+}
+
+export interface ServiceRuntime {
+  readonly conf: ServiceConf
+  readonly slot: number
+  readonly servers: readonly ServerRuntime[]
+  readonly balancer: Balancer
+  /** status service: who may read it */
+  readonly allow: (ip: string) => boolean
+  /** Host header for requests that came without one */
+  readonly hostFallback: string
+}
+
+export interface RouteTarget {
+  readonly service: ServiceRuntime | null
+  readonly chain: Chain
+}
+
+const TEXT = ['content-type', 'text/plain'] as const
+const HEALTH_BODY = 'OK\n'
+
+/** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
+export type PoolCache = Map<string, ServerPool>
+
+export class DataPlane {
+  readonly conf: Config
+  readonly shm: Shm
+  readonly stripe: Stripe
+  readonly log: Logger
+  readonly accessLog: AccessLog
+  readonly #routes = new Map<string, Array<CompiledRoute<RouteTarget>>>()
+  readonly services = new Map<string, ServiceRuntime>()
+
+  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
+    this.conf = conf
+    this.shm = shm
+    this.stripe = stripe
+    this.log = log
+    this.accessLog = accessLog
+    const used = new Set<string>()
+    for (const s of conf.services) this.services.set(s.name, this.#buildService(s, slots, pools, used))
+    for (const [key, pool] of pools) {
+      if (!used.has(key)) {
+        pool.close()
+        pools.delete(key)
+      }
+    }
+    const hooks = new Map<string, Hooks>()
+    for (const m of conf.middlewares) {
+      hooks.set(m.name, PLUGINS.get(m.type)!.create(m.conf, { log: log.child({ middleware: m.name }), shm, name: m.name }))
+    }
+    const target = (r: RouterConf): RouteTarget => ({
+      service: this.services.get(r.service) ?? null,
+      chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),
+    })
+    for (const ep of conf.entrypoints) this.#routes.set(ep.name, compileRoutes(conf.routers, ep.name, target))
+  }
+
+  #buildService (s: ServiceConf, slots: Slots, pools: PoolCache, used: Set<string>): ServiceRuntime {
+    const t = this.conf.timeouts
+    const servers = s.servers.map((srv) => {
+      const key = `${s.name}/${srv.name}@${srv.address}#${s.keepalive}`
+      let pool = pools.get(key)
+      if (pool === undefined) {
+        pool = new ServerPool(srv, { maxIdle: s.keepalive, connectTimeoutMs: t.connectMs, serverTimeoutMs: t.serverMs, keepAliveMs: t.keepAliveMs })
+        pools.set(key, pool)
+      }
+      used.add(key)
+      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool }
+    })
+    const slot = slots.services[s.name]!
+    const cidrs = s.allow.map(parseCidr).filter((c): c is Cidr => c !== null)
+    return {
+      conf: s,
+      slot,
+      servers,
+      balancer: createBalancer(s.balance, this.shm.i32, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
+      allow: allowList(cidrs),
+      hostFallback: s.servers[0]?.address ?? 'localhost',
+    }
+  }
+
+  clientHash (ctx: Ctx, svc: ServiceRuntime): number {
+    return svc.conf.balance === 'source' ? hash32(ctx.remoteAddress) : 0
+  }
+
+  /** Entry for every request of every HTTP entry point. */
+  handle (ctx: Ctx, client: ClientResponse): void {
+    ctx.start = now()
+    if (ctx.path === '/health') {
+      // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
+      client.send(200, TEXT, HEALTH_BODY)
+      return
+    }
+    this.stripe.add(G_REQUESTS)
+    this.stripe.add(G_WRITING, 1)
+    if (ctx.contentLength === -2) {
+      this.#error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
+      return
+    }
+    if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
+      this.#error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes }, true)
+      return
+    }
+    const route = matchRoute(this.#routes.get(ctx.entrypoint)!, ctx)
+    if (route === null) {
+      this.#error(ctx, client, 'LB_ERR_NO_ROUTE', {})
+      return
+    }
+    ctx.router = route.router.name
+    const chain = route.target.chain
+    if (chain.onRequest !== null) {
+      const v = runRequestHooks(chain, ctx, this.log)
+      if (typeof v !== 'number') {
+        client.onAbort(() => { if (ctx.status === 0) ctx.status = 499 })
+        v.then((verdict) => {
+          if (client.aborted) this.finish(ctx)
+          else if (verdict === HANDLED) this.#reply(ctx, client)
+          else this.#dispatch(ctx, client, route.target)
+        }, (err: unknown) => {
+          this.log.error('middleware chain failed', { error: String(err) })
+          this.#error(ctx, client, 'LB_ERR_PLUGIN', { middleware: ctx.router })
+        })
+        return
+      }
+      if (v === HANDLED) {
+        this.#reply(ctx, client)
+        return
+      }
+    }
+    this.#dispatch(ctx, client, route.target)
+  }
+
+  #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
+    const svc = target.service
+    if (svc === null) {
+      this.#error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)' })
+      return
+    }
+    ctx.service = svc.conf.name
+    if (svc.conf.kind === 'status') {
+      if (!svc.allow(ctx.remoteAddress)) this.#error(ctx, client, 'LB_ERR_FORBIDDEN', {})
+      else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.#error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
+      else {
+        ctx.status = 200
+        client.send(200, TEXT, renderStatus(this.shm), ctx.contentLength !== 0)
+        this.finish(ctx)
+      }
+      return
+    }
+    new ProxyExchange(this, ctx, client, target).start()
+  }
+
+  #reply (ctx: Ctx, client: ClientResponse): void {
+    const r = ctx.reply!
+    ctx.status = r.status
+    client.send(r.status, r.headers, r.body, ctx.contentLength !== 0)
+    this.finish(ctx)
+  }
+
+  #error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false, extra: string[] = []): void {
+    const status = ERRORS[code].status
+    ctx.status = status
+    // a request whose body we do not read cannot leave its connection reusable
+    client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close || ctx.contentLength !== 0)
+    this.finish(ctx)
+  }
+
+  /** Every counted request ends here exactly once. */
+  finish (ctx: Ctx): void {
+    const s = this.stripe
+    s.add(G_WRITING, -1)
+    s.add(G_BYTES_IN, ctx.bytesIn)
+    s.add(G_BYTES_OUT, ctx.bytesOut)
+    s.add(G_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
+    if (this.accessLog.enabled) this.accessLog.write(ctx, now() - ctx.start)
+  }
+}

@@ -1,0 +1,275 @@
+// One proxied request: pick a server, stream the request to it, stream the
+// response back, with backpressure both ways (a slow client pauses the upstream
+// socket; a slow upstream pauses the client body). Nothing is buffered whole:
+// only request body chunks that arrive before the upstream connection is ready
+// are held (copied), which is also what makes a connect-failure retry possible.
+import { type ErrorCode, ERRORS, formatError } from '../errors.js'
+import { now } from '../clock.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_READING } from '../shm/layout.js'
+import { addInflight, recordFailure } from '../shm/server-state.js'
+import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
+import type { ResponseHead } from '../plugin.js'
+import { runResponseHooks } from './chain.js'
+import type { ClientResponse } from './client.js'
+import type { Ctx } from './context.js'
+import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
+
+// Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones the proxy sets itself.
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+  'x-real-ip', 'x-forwarded-for', 'x-forwarded-proto'])
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
+const CRLF = Buffer.from('\r\n')
+const LAST_CHUNK = Buffer.from('0\r\n\r\n')
+
+export class ProxyExchange implements Exchange {
+  readonly #dp: DataPlane
+  readonly #ctx: Ctx
+  readonly #client: ClientResponse
+  readonly #svc: ServiceRuntime
+  readonly #target: RouteTarget
+  #server: ServerRuntime | null = null
+  #serverIdx = -1
+  #conn: UpstreamConnection | null = null
+  #head = ''
+  /** body chunks (copies) received before the upstream connection was ready */
+  #queued: Buffer[] | null = null
+  #bodyDone: boolean
+  #bodyBytes = 0
+  #attempts = 0
+  #responded = false
+  #finished = false
+  #reading: boolean
+  requestComplete = false
+
+  constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
+    this.#dp = dp
+    this.#ctx = ctx
+    this.#client = client
+    this.#target = target
+    this.#svc = target.service!
+    this.#bodyDone = ctx.contentLength === 0
+    this.#reading = !this.#bodyDone
+  }
+
+  start (): void {
+    const ctx = this.#ctx
+    const client = this.#client
+    client.onAbort(() => this.#clientAborted())
+    if (this.#reading) {
+      this.#dp.stripe.add(G_READING, 1)
+      client.onBody((chunk, last) => this.#onClientBody(chunk, last))
+    }
+    this.#head = this.#buildHead()
+    ctx.service = this.#svc.conf.name
+    this.#connect(-1)
+  }
+
+  #buildHead (): string {
+    const ctx = this.#ctx
+    let h = ctx.method + ' ' + (ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query) + ' HTTP/1.1\r\n'
+    const headers = ctx.headers
+    const drop = ctx.dropHeaders
+    let xff = ''
+    let hasHost = false
+    for (let i = 0; i < headers.length; i += 2) {
+      const k = headers[i]!
+      if (HOP.has(k)) {
+        if (k === 'x-forwarded-for') xff = headers[i + 1]!
+        continue
+      }
+      if (drop !== null && drop.includes(k)) continue
+      if (k === 'host') hasHost = true
+      h += k + ': ' + headers[i + 1]! + '\r\n'
+    }
+    const extra = ctx.upstreamHeaders
+    if (extra !== null) for (let i = 0; i < extra.length; i += 2) h += extra[i]! + ': ' + extra[i + 1]! + '\r\n'
+    if (!hasHost) h += 'host: ' + this.#svc.hostFallback + '\r\n'
+    if (ctx.chunked) h += 'transfer-encoding: chunked\r\n'
+    const ip = ctx.remoteAddress
+    return h + 'x-real-ip: ' + ip + '\r\nx-forwarded-for: ' + (xff === '' ? ip : xff + ', ' + ip) +
+      '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
+  }
+
+  #connect (exclude: number): void {
+    const svc = this.#svc
+    const idx = svc.balancer.pick(now(), this.#dp.clientHash(this.#ctx, svc), exclude)
+    if (idx < 0) {
+      this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      return
+    }
+    const server = svc.servers[idx]!
+    this.#server = server
+    this.#serverIdx = idx
+    this.#ctx.server = server.conf.name
+    this.#attempts++
+    addInflight(this.#dp.shm.i32, server.slot, 1)
+    this.#dp.stripe.addServer(server.slot, C_SELECTED)
+    this.#conn = server.pool.acquire(this, this.#ctx.method === 'HEAD')
+  }
+
+  onConnected (conn: UpstreamConnection): void {
+    conn.write(this.#head)
+    const q = this.#queued
+    this.#queued = null
+    if (q !== null) for (const chunk of q) this.#writeBody(conn, chunk)
+    if (this.#bodyDone) this.#requestSent(conn)
+    else conn.deadline = now() + this.#dp.conf.timeouts.clientMs
+  }
+
+  #writeBody (conn: UpstreamConnection, chunk: Buffer): boolean {
+    if (!this.#ctx.chunked) return conn.write(chunk)
+    if (chunk.length === 0) return true
+    conn.write(chunk.length.toString(16) + '\r\n')
+    conn.write(chunk)
+    return conn.write(CRLF)
+  }
+
+  #requestSent (conn: UpstreamConnection): void {
+    if (this.#ctx.chunked) conn.write(LAST_CHUNK)
+    this.requestComplete = true
+    conn.deadline = now() + this.#dp.conf.timeouts.serverMs
+  }
+
+  #onClientBody (chunk: Buffer, last: boolean): void {
+    if (this.#finished) return
+    const ctx = this.#ctx
+    this.#bodyBytes += chunk.length
+    ctx.bytesIn = this.#bodyBytes
+    if (this.#bodyBytes > this.#dp.conf.limits.maxBodyBytes) {
+      // a chunked body grew past the limit (a declared length was checked before)
+      if (this.#conn !== null) this.#conn.destroy()
+      this.#fail('LB_ERR_BODY_TOO_LARGE', { limit: this.#dp.conf.limits.maxBodyBytes }, true)
+      return
+    }
+    if (last) {
+      this.#bodyDone = true
+      this.#endReading()
+    }
+    const conn = this.#conn
+    const copy = Buffer.from(chunk) // the chunk is a view that uWS neuters on return
+    if (conn === null || !conn.connected || conn.exchange !== this) {
+      (this.#queued ??= []).push(copy)
+      return
+    }
+    const ok = this.#writeBody(conn, copy)
+    if (last) this.#requestSent(conn)
+    else {
+      conn.deadline = now() + this.#dp.conf.timeouts.clientMs
+      if (!ok) {
+        this.#client.pauseBody()
+        conn.socket.once('drain', () => this.#client.resumeBody())
+      }
+    }
+  }
+
+  #endReading (): void {
+    if (!this.#reading) return
+    this.#reading = false
+    this.#dp.stripe.add(G_READING, -1)
+  }
+
+  onHead (status: number, reason: string, headers: string[], contentLength: number): void {
+    const ctx = this.#ctx
+    this.#responded = true
+    ctx.status = status
+    const chain = this.#target.chain
+    if (chain.onResponse !== null || ctx.responseHeaders !== null) {
+      const head: ResponseHead = { status, headers }
+      if (ctx.responseHeaders !== null) headers.push(...ctx.responseHeaders)
+      if (chain.onResponse !== null) runResponseHooks(chain, ctx, head, this.#dp.log)
+      ctx.status = head.status
+    }
+    const slot = this.#server!.slot
+    this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
+    this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength, ctx.method === 'HEAD')
+  }
+
+  onBody (buf: Buffer, start: number, end: number): boolean {
+    this.#ctx.bytesOut += end - start
+    if (this.#client.body(buf, start, end)) return true
+    // client backpressure: the client side kept the bytes; stop reading upstream until it drains
+    const conn = this.#conn!
+    this.#client.onDrain(() => conn.resume())
+    return false
+  }
+
+  onEnd (): void {
+    this.#client.end()
+    this.#finish()
+  }
+
+  onUpstreamError (code: ErrorCode, conn: UpstreamConnection): void {
+    if (this.#finished) return
+    const server = this.#server!
+    const dp = this.#dp
+    const t = now()
+    const connectPhase = !conn.connected
+    if (code === 'LB_ERR_UPSTREAM_TIMEOUT' && !connectPhase && !this.#bodyDone) {
+      // the client stopped sending its body: a client time-out, not the server's fault
+      this.#release()
+      this.#fail('LB_ERR_BAD_REQUEST', { reason: 'client body time-out' }, true, 408)
+      return
+    }
+    dp.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
+    const staleKeepAlive = !connectPhase && conn.uses > 1 && conn.parser.bytes === 0 && code === 'LB_ERR_UPSTREAM_RESET'
+    if (!staleKeepAlive) recordFailure(dp.shm.i32, server.slot, this.#svc.slot, t, server.conf.maxFails, server.conf.failTimeoutMs)
+    this.#release()
+    const replayable = IDEMPOTENT.has(this.#ctx.method) && !this.#responded && (this.#ctx.contentLength === 0 || (connectPhase && this.#queued !== null && this.#bodyDone))
+    if (replayable && staleKeepAlive && this.#attempts <= this.#svc.conf.retries + 1) {
+      // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a fresh one
+      this.#reconnect(-1)
+      return
+    }
+    if (replayable && connectPhase && this.#attempts <= this.#svc.conf.retries) {
+      dp.stripe.addServer(server.slot, C_RETRIES)
+      this.#reconnect(this.#serverIdx)
+      return
+    }
+    if (this.#responded) {
+      this.#client.destroy() // the head is out: the only honest signal left is cutting the connection
+      this.#finish()
+      return
+    }
+    this.#fail(connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code, {})
+  }
+
+  #reconnect (exclude: number): void {
+    if (this.#ctx.contentLength === 0) this.#queued = null
+    this.#connect(exclude)
+  }
+
+  /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
+  #release (): void {
+    if (this.#server !== null) {
+      addInflight(this.#dp.shm.i32, this.#server.slot, -1)
+      const ctx = this.#ctx
+      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_IN, ctx.bytesIn)
+      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_OUT, ctx.bytesOut)
+      this.#server = null
+    }
+    this.#conn = null
+  }
+
+  #clientAborted (): void {
+    if (this.#finished) return
+    const conn = this.#conn
+    if (conn !== null && conn.exchange === this) conn.destroy() // cancels the upstream request
+    if (this.#ctx.status === 0) this.#ctx.status = 499 // nginx's "client closed request"
+    this.#finish()
+  }
+
+  #fail (code: ErrorCode, params: Record<string, string | number>, close = false, status: number = ERRORS[code].status): void {
+    const ctx = this.#ctx
+    ctx.status = status
+    this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close || !this.#bodyDone)
+    this.#finish()
+  }
+
+  #finish (): void {
+    if (this.#finished) return
+    this.#finished = true
+    this.#endReading()
+    this.#release()
+    this.#dp.finish(this.#ctx)
+  }
+}

@@ -1,0 +1,188 @@
+// Test harness: real processes and real sockets on loopback. startLb() runs the
+// compiled CLI (`lb run -c FILE`) as a child process, exactly as a user would;
+// startBackend() runs a node:http server with a scripted handler.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+export const CLI = join(ROOT, 'dist', 'core', 'cli.js')
+
+/** A port free right now on 127.0.0.1 (closed again before returning). */
+export async function freePort (): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = net.createServer()
+    s.once('error', rej)
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port
+      s.close(() => res(port))
+    })
+  })
+}
+
+export interface Lb {
+  readonly port: number
+  readonly url: string
+  readonly dir: string
+  readonly file: string
+  readonly proc: ChildProcess
+  /** stderr (control-plane log) so far */
+  readonly log: () => string
+  readonly stdout: () => string
+  /** rewrites the config file (with the same placeholders) */
+  write (toml: string): void
+  reload (): void
+  stop (signal?: NodeJS.Signals): Promise<number | null>
+}
+
+export interface LbOptions {
+  workers?: number
+  env?: Record<string, string>
+  /** extra args for node (e.g. --require) */
+  nodeArgs?: string[]
+  /** do not wait for the entry point to answer */
+  noWait?: boolean
+}
+
+/**
+ * Writes `toml` (with {{PORT}} replaced by a free port and {{DIR}} by a temp
+ * folder) to a temp file and starts the balancer on it. A `[global]` section
+ * with workers = 2 and access_log off is added unless the text has one.
+ */
+export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> {
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'lb-test-'))
+  const file = join(dir, 'lb.toml')
+  const render = (t: string): string => {
+    const text = t.replaceAll('{{PORT}}', String(port)).replaceAll('{{DIR}}', dir)
+    return /^\[global\]/m.test(text) ? text : `[global]\nworkers = ${opts.workers ?? 2}\naccess_log = "off"\n\n${text}`
+  }
+  writeFileSync(file, render(toml))
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'run', '-c', file], {
+    cwd: ROOT,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let err = ''
+  let out = ''
+  proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+  proc.stdout!.on('data', (d: Buffer) => { out += d.toString() })
+  const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
+  const lb: Lb = {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    file,
+    proc,
+    log: () => err,
+    stdout: () => out,
+    write: (t) => writeFileSync(file, render(t)),
+    reload: () => { proc.kill('SIGHUP') },
+    stop: async (signal = 'SIGTERM') => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    },
+  }
+  if (opts.noWait !== true) {
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`lb exited with ${proc.exitCode}: ${err}`)
+      if (/"msg":"started"/.test(err)) break
+      if (Date.now() > deadline) {
+        proc.kill('SIGKILL')
+        throw new Error(`lb did not start: ${err}`)
+      }
+      await sleep(20)
+    }
+  }
+  return lb
+}
+
+export function sleep (ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+export interface Backend {
+  readonly port: number
+  readonly address: string
+  /** requests seen, in order */
+  readonly requests: Array<{ method: string, url: string, headers: http.IncomingHttpHeaders, body: number }>
+  /** TCP connections accepted */
+  connections: number
+  close (): Promise<void>
+}
+
+export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, name: string) => void
+
+/** A real HTTP server on 127.0.0.1; the default handler answers 200 "<name>\n" and /health 200. */
+export async function startBackend (name: string, handler?: Handler, port = 0): Promise<Backend> {
+  const requests: Backend['requests'] = []
+  const server = http.createServer((req, res) => {
+    let body = 0
+    req.on('data', (d: Buffer) => { body += d.length })
+    req.on('end', () => { requests.push({ method: req.method!, url: req.url!, headers: req.headers, body }) })
+    if (handler !== undefined) handler(req, res, name)
+    else req.on('end', () => res.end(`${name}\n`))
+  })
+  server.keepAliveTimeout = 120_000
+  const b: Backend = {
+    port: 0,
+    address: '',
+    requests,
+    connections: 0,
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()) }),
+  }
+  server.on('connection', () => { b.connections++ })
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
+  const p = (server.address() as net.AddressInfo).port
+  Object.assign(b, { port: p, address: `127.0.0.1:${p}` })
+  return b
+}
+
+export interface Reply { status: number, headers: http.IncomingHttpHeaders, body: string }
+
+/** One HTTP request with node:http (no pooling unless an agent is given). */
+export function request (url: string, opts: http.RequestOptions & { body?: string | Buffer } = {}): Promise<Reply> {
+  return new Promise((res, rej) => {
+    const req = http.request(url, { agent: false, ...opts }, (r) => {
+      const chunks: Buffer[] = []
+      r.on('data', (d: Buffer) => chunks.push(d))
+      r.on('end', () => res({ status: r.statusCode!, headers: r.headers, body: Buffer.concat(chunks).toString() }))
+      r.on('error', rej)
+    })
+    req.on('error', rej)
+    req.end(opts.body)
+  })
+}
+
+/** GET many times from one address (localAddress), returning bodies. */
+export async function getMany (url: string, n: number, opts: http.RequestOptions = {}): Promise<string[]> {
+  const out: string[] = []
+  for (let i = 0; i < n; i++) out.push((await request(url, opts)).body.trim())
+  return out
+}
+
+export function count (xs: string[]): Record<string, number> {
+  const c: Record<string, number> = {}
+  for (const x of xs) c[x] = (c[x] ?? 0) + 1
+  return c
+}
+
+/** A minimal config: entry point `web` on {{PORT}}, router PathPrefix(/) to service `web` with these servers. */
+export function simpleConfig (servers: string[], service = '', extra = ''): string {
+  return `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+
+[services.web]
+${service}
+${servers.map((s, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "${s}"\ncheck = false\n`).join('\n')}
+${extra}`
+}
