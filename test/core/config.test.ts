@@ -1,0 +1,115 @@
+// Config validation: every problem names the file, the key path, what was
+// expected and what was found; `lb check` exits 0 or 1 like `nginx -t`.
+import { strict as assert } from 'node:assert'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { promisify } from 'node:util'
+import { parseConfig } from '../../core/config/load.js'
+import { parseRule } from '../../core/config/rule.js'
+import { CLI, ROOT } from '../helpers.js'
+
+const run = promisify(execFile)
+
+const BASE = `
+[entrypoints.web]
+address = "127.0.0.1:8080"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+address = "127.0.0.1:9001"
+`
+
+function problems (text: string): string {
+  try {
+    parseConfig(text, '/etc/lb/test.toml')
+  } catch (err) {
+    return (err as Error).message
+  }
+  assert.fail('expected the config to be rejected')
+}
+
+test('the shipped conf/lb.toml is valid and `lb check` says so', async () => {
+  const r = await run(process.execPath, [CLI, 'check', '-c', join(ROOT, 'conf', 'lb.toml')])
+  assert.match(r.stdout, /configuration file .*lb\.toml test is successful/)
+})
+
+test('defaults fill what the file leaves out', () => {
+  const c = parseConfig(BASE)
+  assert.equal(c.timeouts.connectMs, 5000)
+  assert.equal(c.timeouts.serverMs, 50_000)
+  assert.equal(c.timeouts.clientMs, 50_000)
+  assert.equal(c.limits.maxBodyBytes, 100 * 1024 * 1024)
+  assert.equal(c.global.maxConnections, 100_000)
+  const s = c.services[0]!
+  assert.equal(s.balance, 'roundrobin')
+  assert.equal(s.keepalive, 32)
+  assert.deepEqual([s.servers[0]!.weight, s.servers[0]!.maxFails, s.servers[0]!.failTimeoutMs], [1, 3, 30_000])
+  assert.ok(Object.isFrozen(c) && Object.isFrozen(c.services[0]!.servers[0]))
+})
+
+test('each problem names file, key path, expectation and what was found; all are reported at once', () => {
+  const msg = problems(BASE + `
+[timeouts]
+connect = 5
+[services.web.health_check]
+intervall = "1s"
+[services.api]
+balance = "random"
+[[services.api.servers]]
+address = "localhost"
+weight = 300
+`)
+  assert.match(msg, /\/etc\/lb\/test\.toml: timeouts\.connect: expected a duration like "5s" or "250ms" of at least 1ms, found number 5/)
+  assert.match(msg, /\/etc\/lb\/test\.toml: services\.web\.health_check\.intervall: unknown key \(allowed: path, interval, timeout, rise, fall, status\)/)
+  assert.match(msg, /services\.api\.balance: expected one of "roundrobin", "leastconn", "source", found "random"/)
+  assert.match(msg, /services\.api\.servers\[0\]\.address: expected an address like "127\.0\.0\.1:9001" or "unix:\/path", found "localhost"/)
+  assert.match(msg, /services\.api\.servers\[0\]\.weight: expected an integer from 0 to 256, found number 300/)
+})
+
+test('references between sections are checked', () => {
+  const msg = problems(`
+[entrypoints.web]
+address = "127.0.0.1:8080"
+[routers.r]
+rule = "PathPrefix(\`/\`) && Hots(\`x\`)"
+entrypoints = ["websecure"]
+service = "nope"
+middlewares = ["auth"]
+`)
+  assert.match(msg, /routers\.r\.rule: unknown matcher Hots \(known: Host, PathPrefix, Path\) at column 20/)
+  assert.match(msg, /routers\.r\.entrypoints: unknown entry point "websecure" \(defined: web\)/)
+  assert.match(msg, /routers\.r\.service: unknown service "nope"/)
+  assert.match(msg, /routers\.r\.middlewares: unknown middleware "auth"/)
+})
+
+test('unknown top-level sections and TOML syntax errors are rejected with the file and position', () => {
+  assert.match(problems(BASE + '\n[frontend]\nx = 1\n'), /: frontend: unknown key \(allowed: /)
+  assert.match(problems('[entrypoints.web\naddress = 1'), /\/etc\/lb\/test\.toml: TOML syntax error: .*line 1/)
+})
+
+test('`lb check` exits 1 on an invalid file and prints every problem', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lb-check-'))
+  const file = join(dir, 'bad.toml')
+  writeFileSync(file, BASE.replace('127.0.0.1:9001', '127.0.0.1:99999'))
+  await assert.rejects(run(process.execPath, [CLI, 'check', '-c', file]), (err: { code: number, stderr: string }) => {
+    assert.equal(err.code, 1)
+    assert.ok(err.stderr.includes(`${file}: services.web.servers[0].address: expected an address like "127.0.0.1:9001" or "unix:/path", found "127.0.0.1:99999"`), err.stderr)
+    assert.match(err.stderr, /test failed/)
+    return true
+  })
+  await assert.rejects(run(process.execPath, [CLI, 'check', '-c', join(dir, 'missing.toml')]), /cannot read .*missing\.toml/)
+})
+
+test('rules: precedence of && over ||, parentheses, several values', () => {
+  const r = parseRule('Host(`a.example`, `B.example`) && PathPrefix(`/api/`) || Path(`/x`)')
+  assert.equal(r.op, 'or')
+  assert.deepEqual(parseRule('Host(`B.example`)'), { op: 'host', values: ['b.example'] })
+  assert.equal(parseRule('(Path(`/a`) || Path(`/b`)) && Host(`h`)').op, 'and')
+  assert.throws(() => parseRule('PathPrefix(`api`)'), /must start with "\/"/)
+  assert.throws(() => parseRule('Path(`/a`'), /expected "," or "\)"/)
+})

@@ -1,0 +1,295 @@
+// The proxy path through the real balancer (2 workers) with real backends and clients.
+import { strict as assert } from 'node:assert'
+import { createHash } from 'node:crypto'
+import http from 'node:http'
+import net from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { type Backend, type Lb, count, freePort, getMany, request, sleep, startBackend, startLb } from '../helpers.js'
+
+describe('routing and forwarding', () => {
+  let web: Backend, api: Backend, admin: Backend, lb: Lb
+  before(async () => {
+    const echo: Parameters<typeof startBackend>[1] = (req, res, name) => {
+      req.resume()
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json')
+        res.setHeader('connection', 'keep-alive')
+        res.setHeader('x-backend', name)
+        res.end(JSON.stringify({ name, url: req.url, headers: req.headers }))
+      })
+    }
+    web = await startBackend('web', echo)
+    api = await startBackend('api', echo)
+    admin = await startBackend('admin', echo)
+    lb = await startLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.api]
+rule = "PathPrefix(\`/api/\`)"
+service = "api"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[routers.admin]
+rule = "Host(\`admin.example\`) && PathPrefix(\`/\`)"
+service = "admin"
+[routers.lowpri]
+rule = "Path(\`/api/x\`) || Path(\`/other\`)"
+priority = 1
+service = "admin"
+[services.web]
+[[services.web.servers]]
+address = "${web.address}"
+check = false
+[services.api]
+[[services.api.servers]]
+address = "${api.address}"
+check = false
+[services.admin]
+[[services.admin.servers]]
+address = "${admin.address}"
+check = false
+`)
+  })
+  after(async () => { await lb.stop(); await web.close(); await api.close(); await admin.close() })
+
+  test('a path beginning with /api/ goes to the api backend, the rest to web; the longer rule wins', async () => {
+    assert.equal(JSON.parse((await request(`${lb.url}/api/generate`)).body).name, 'api')
+    assert.equal(JSON.parse((await request(`${lb.url}/api`)).body).name, 'web')
+    assert.equal(JSON.parse((await request(`${lb.url}/index.html?x=1`)).body).url, '/index.html?x=1')
+    // priority 1 is below the derived priorities (rule lengths) of the others
+    assert.equal(JSON.parse((await request(`${lb.url}/api/x`)).body).name, 'api')
+    assert.equal(JSON.parse((await request(`${lb.url}/other`)).body).name, 'web')
+  })
+
+  test('host rules route by the Host header, without the port, case-insensitively', async () => {
+    const r = await request(`${lb.url}/`, { headers: { host: 'Admin.Example:8080' } })
+    assert.equal(JSON.parse(r.body).name, 'admin')
+  })
+
+  test('Host kept, X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set, hop-by-hop headers dropped', async () => {
+    const r = await request(`${lb.url}/h`, {
+      headers: { host: 'www.example:1234', 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '6.6.6.6', 'x-forwarded-proto': 'https', 'keep-alive': 'timeout=5', te: 'trailers', 'x-keep': 'yes' },
+    })
+    const h = JSON.parse(r.body).headers
+    assert.equal(h.host, 'www.example:1234')
+    assert.equal(h['x-real-ip'], '127.0.0.1')
+    assert.equal(h['x-forwarded-for'], '203.0.113.7, 127.0.0.1')
+    assert.equal(h['x-forwarded-proto'], 'http')
+    assert.equal(h['keep-alive'], undefined)
+    assert.equal(h.te, undefined)
+    assert.equal(h['x-keep'], 'yes')
+    assert.equal(r.headers['x-backend'], 'web')
+    assert.equal(r.headers.connection, undefined) // the upstream's hop-by-hop Connection header is not relayed
+  })
+
+  test('/health is answered by the balancer itself on every entry point', async () => {
+    const r = await request(`${lb.url}/health`)
+    assert.equal(r.status, 200)
+    assert.equal(r.headers['content-type'], 'text/plain')
+    assert.ok(r.body.length > 0 && r.body.length < 16)
+    assert.equal(web.requests.filter((x) => x.url === '/health').length, 0)
+  })
+})
+
+describe('bodies, limits and errors', () => {
+  let lb: Lb
+  let held: http.ServerResponse[] = []
+  const closedRequests: string[] = []
+  let good: Backend
+  let refusedPort: number
+  let resetServer: net.Server, garbageServer: net.Server
+  before(async () => {
+    good = await startBackend('good', (req, res) => {
+      if (req.url === '/download') {
+        // 64 MiB in 64 KiB writes, counting how far it got: backpressure must stop it early
+        let sent = 0
+        const chunk = Buffer.alloc(65536, 97)
+        const pump = (): void => {
+          while (sent < 64 * 1024 * 1024) {
+            sent += chunk.length
+            ;(res as unknown as { sentBytes: number }).sentBytes = sent
+            if (!res.write(chunk)) { res.once('drain', pump); return }
+          }
+          res.end()
+        }
+        held.push(res)
+        pump()
+        return
+      }
+      if (req.url === '/hang') {
+        held.push(res)
+        req.on('close', () => closedRequests.push('hang'))
+        return
+      }
+      if (req.url === '/slow-headers') { setTimeout(() => res.end('late\n'), 3000); return }
+      let n = 0
+      const hash = createHash('sha256')
+      req.on('data', (d: Buffer) => { n += d.length; hash.update(d) })
+      req.on('end', () => res.end(JSON.stringify({ n, sha: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? '' })))
+    })
+    refusedPort = await freePort()
+    resetServer = net.createServer((s) => s.on('data', () => s.resetAndDestroy())).listen(0, '127.0.0.1')
+    garbageServer = net.createServer((s) => s.on('data', () => s.end('this is not http\r\n\r\n'))).listen(0, '127.0.0.1')
+    await sleep(50)
+    const port = (s: net.Server): number => (s.address() as net.AddressInfo).port
+    lb = await startLb(`
+[timeouts]
+server = "1s"
+[limits]
+max_body = "32M"
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.good]
+rule = "PathPrefix(\`/\`)"
+service = "good"
+[routers.refused]
+rule = "PathPrefix(\`/refused\`)"
+service = "refused"
+[routers.reset]
+rule = "PathPrefix(\`/reset\`)"
+service = "reset"
+[routers.garbage]
+rule = "PathPrefix(\`/garbage\`)"
+service = "garbage"
+[routers.empty]
+rule = "PathPrefix(\`/empty\`)"
+service = "empty"
+[routers.retry]
+rule = "PathPrefix(\`/retry\`)"
+service = "retry"
+[services.good]
+[[services.good.servers]]
+address = "${good.address}"
+check = false
+[services.refused]
+[[services.refused.servers]]
+address = "127.0.0.1:${refusedPort}"
+check = false
+max_fails = 0
+[services.reset]
+[[services.reset.servers]]
+address = "127.0.0.1:${port(resetServer)}"
+check = false
+max_fails = 0
+[services.garbage]
+[[services.garbage.servers]]
+address = "127.0.0.1:${port(garbageServer)}"
+check = false
+max_fails = 0
+[services.empty]
+[services.retry]
+[[services.retry.servers]]
+name = "dead"
+address = "127.0.0.1:${refusedPort}"
+check = false
+max_fails = 0
+[[services.retry.servers]]
+name = "alive"
+address = "${good.address}"
+check = false
+`)
+  })
+  after(async () => {
+    for (const r of held) r.destroy()
+    await lb.stop()
+    await good.close()
+    resetServer.close()
+    garbageServer.close()
+  })
+
+  test('request bodies stream to the server intact, with Content-Length or chunked', async () => {
+    const body = Buffer.alloc(20 * 1024 * 1024)
+    for (let i = 0; i < body.length; i += 4096) body[i] = i & 255
+    const sha = createHash('sha256').update(body).digest('hex')
+    const fixed = JSON.parse((await request(`${lb.url}/up`, { method: 'POST', body })).body)
+    assert.deepEqual([fixed.n, fixed.sha], [body.length, sha])
+    const chunked = await new Promise<string>((res, rej) => {
+      const req = http.request(`${lb.url}/up`, { method: 'POST', agent: false }, (r) => {
+        let s = ''
+        r.on('data', (d) => { s += d })
+        r.on('end', () => res(s))
+      })
+      req.on('error', rej)
+      for (let i = 0; i < body.length; i += 1024 * 1024) req.write(body.subarray(i, i + 1024 * 1024))
+      req.end()
+    })
+    const c = JSON.parse(chunked)
+    assert.deepEqual([c.n, c.sha, c.te], [body.length, sha, 'chunked'])
+  })
+
+  test('a slow client holds the server back (backpressure): the response is never buffered whole', async () => {
+    held = []
+    let got = 0
+    const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${lb.url}/download`, { agent: false }, resolve))
+    res.pause()
+    await sleep(1500)
+    const server = held[0] as unknown as { sentBytes: number }
+    assert.ok(server.sentBytes < 24 * 1024 * 1024, `server pushed ${server.sentBytes} bytes while the client read nothing`)
+    res.on('data', (d: Buffer) => { got += d.length })
+    res.resume()
+    await new Promise((r) => res.on('end', r))
+    assert.equal(got, 64 * 1024 * 1024)
+  })
+
+  test('413 before anything is forwarded when the declared body is over max_body; also for a chunked body that grows past it', async () => {
+    const before = good.requests.length
+    const r = await new Promise<number>((res) => {
+      const req = http.request(`${lb.url}/big`, { method: 'POST', agent: false, headers: { 'content-length': String(33 * 1024 * 1024) } }, (x) => { x.resume(); res(x.statusCode!) })
+      req.on('error', () => res(-1))
+      req.write('x')
+    })
+    assert.equal(r, 413)
+    const chunked = await new Promise<number>((res) => {
+      const req = http.request(`${lb.url}/big`, { method: 'POST', agent: false }, (x) => { x.resume(); res(x.statusCode!) })
+      req.on('error', () => res(-1))
+      const mb = Buffer.alloc(1024 * 1024)
+      let i = 0
+      const pump = (): void => { while (i++ < 40) if (!req.write(mb)) { req.once('drain', pump); return } }
+      pump()
+    })
+    assert.equal(chunked, 413)
+    assert.equal(good.requests.filter((x) => x.url === '/big' && x.body > 32 * 1024 * 1024).length, 0)
+    assert.ok(good.requests.length >= before)
+  })
+
+  test('502 when the server refuses, resets or answers garbage; 503 when no server is up; 504 on server time-out', async () => {
+    assert.equal((await request(`${lb.url}/refused`)).status, 502)
+    assert.equal((await request(`${lb.url}/reset`)).status, 502)
+    const g = await request(`${lb.url}/garbage`)
+    assert.equal(g.status, 502)
+    assert.match(g.body, /invalid response/)
+    const e = await request(`${lb.url}/empty`)
+    assert.equal(e.status, 503)
+    assert.match(e.body, /no server available for service empty/)
+    const t = await request(`${lb.url}/slow-headers`)
+    assert.equal(t.status, 504)
+  })
+
+  test('an idempotent request whose connect fails is retried once on another server; a POST is not', async () => {
+    const bodies = await getMany(`${lb.url}/retry/x`, 10)
+    assert.ok(bodies.every((b) => JSON.parse(b).n === 0), bodies.join('|'))
+    const posts = await Promise.all(Array.from({ length: 6 }, () => request(`${lb.url}/retry/p`, { method: 'POST', body: 'x' })))
+    const c = count(posts.map((p) => String(p.status)))
+    assert.ok((c['502'] ?? 0) > 0 && (c['200'] ?? 0) > 0, JSON.stringify(c))
+  })
+
+  test('a client that goes away cancels its upstream request', async () => {
+    held = []
+    const req = http.get(`${lb.url}/hang`, { agent: false })
+    req.on('error', () => undefined)
+    for (let i = 0; i < 100 && held.length === 0; i++) await sleep(20)
+    assert.equal(held.length, 1)
+    req.destroy()
+    for (let i = 0; i < 100 && closedRequests.length === 0; i++) await sleep(20)
+    assert.deepEqual(closedRequests, ['hang'])
+  })
+
+  test('upstream keep-alive: many requests reuse a few connections', async () => {
+    const before = good.connections
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 })
+    await Promise.all(Array.from({ length: 400 }, () => request(`${lb.url}/ka`, { agent })))
+    agent.destroy()
+    assert.ok(good.connections - before <= 16, `${good.connections - before} new upstream connections for 400 requests`)
+  })
+})

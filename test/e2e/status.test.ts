@@ -1,0 +1,71 @@
+// nginx stub_status text, its counters over all workers, its address rule; the access log.
+import { strict as assert } from 'node:assert'
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import { test } from 'node:test'
+import { request, sleep, startBackend, startLb } from '../helpers.js'
+
+const STUB = /^Active connections: (\d+) \nserver accepts handled requests\n (\d+) (\d+) (\d+) \nReading: (\d+) Writing: (\d+) Waiting: (\d+) \n$/
+
+test('status page: exact stub_status format, counters moving with traffic, loopback only, GET/HEAD only', async (t) => {
+  const web = await startBackend('web')
+  const lb = await startLb(`
+[global]
+workers = 2
+access_log = "{{DIR}}/access.log"
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.status]
+rule = "Path(\`/status\`)"
+service = "status"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.status]
+kind = "status"
+[services.web]
+[[services.web.servers]]
+address = "${web.address}"
+check = false
+`)
+  t.after(async () => { await lb.stop(); await web.close() })
+  const first = await request(`${lb.url}/status`)
+  assert.equal(first.status, 200)
+  assert.equal(first.headers['content-type'], 'text/plain')
+  assert.equal(Number(first.headers['content-length']), Buffer.byteLength(first.body))
+  const m1 = STUB.exec(first.body)
+  assert.ok(m1, JSON.stringify(first.body))
+  // 40 requests over 4 keep-alive connections that stay open, spread over both workers
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
+  await Promise.all(Array.from({ length: 40 }, () => request(`${lb.url}/x`, { agent })))
+  await sleep(600) // one census period and more
+  const m2 = STUB.exec((await request(`${lb.url}/status`)).body)!
+  assert.equal(Number(m2[4]) - Number(m1[4]), 41, 'requests: 40 proxied + this status request')
+  assert.ok(Number(m2[1]) >= 4, `active ${m2[1]} with 4 idle keep-alive connections open`)
+  assert.ok(Number(m2[2]) >= 4, 'accepts counts the 4 connections (the census sees connections that live past one 250 ms period)')
+  assert.equal(m2[2], m2[3], 'handled = accepts')
+  assert.equal(Number(m2[6]), 1, 'Writing: this request')
+  assert.equal(Number(m2[1]), Number(m2[5]) + Number(m2[6]) + Number(m2[7]), 'active = reading + writing + waiting')
+  agent.destroy()
+  // a client from another address gets 403, other methods 405
+  const other = await request(`${lb.url}/status`, { localAddress: '127.0.0.2' })
+  assert.equal(other.status, 403)
+  assert.equal((await request(`${lb.url}/status`, { method: 'POST', body: 'x' })).status, 405)
+  assert.equal((await request(`${lb.url}/status`, { method: 'HEAD' })).status, 200)
+  // access log: one JSON line per request, health probes excluded
+  await request(`${lb.url}/health`)
+  await request(`${lb.url}/logged?q=1`, { headers: { 'user-agent': 't' } })
+  await sleep(300)
+  const lines = readFileSync(`${lb.dir}/access.log`, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  assert.ok(lines.length >= 44)
+  assert.equal(lines.filter((l) => l.path === '/health').length, 0)
+  const logged = lines.find((l) => l.path === '/logged?q=1')!
+  assert.equal(logged.status, 200)
+  assert.equal(logged.method, 'GET')
+  assert.equal(logged.client, '127.0.0.1')
+  assert.equal(logged.router, 'web')
+  assert.equal(logged.service, 'web')
+  assert.equal(logged.server, 's1')
+  assert.equal(typeof logged.duration_ms, 'number')
+  assert.equal(lines.find((l) => l.status === 403)!.client, '127.0.0.2')
+})
