@@ -70,8 +70,11 @@ class UwsClient implements ClientResponse {
   #pending: Buffer[] | null = null // tryEnd mode: copies not yet accepted by uWS
   #pendingOffset = 0 // write offset at which pending[0] starts
 
-  constructor (res: HttpResponse, expectBody: boolean) {
+  readonly #headRequest: boolean
+
+  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean) {
     this.#res = res
+    this.#headRequest = headRequest
     res.onAborted(() => {
       this.aborted = true
       const cb = this.#abortCb
@@ -128,6 +131,12 @@ class UwsClient implements ClientResponse {
       const view = buf.subarray(start, end)
       if (this.#total < 0) {
         ok = res.write(view)
+        return
+      }
+      if (h !== null && view.length === this.#total) {
+        // the whole body in one piece (the common small response): a plain end
+        res.end(view)
+        this.#ended = true
         return
       }
       const offset = res.getWriteOffset()
@@ -201,7 +210,8 @@ class UwsClient implements ClientResponse {
     this.#ended = true
     this.#res.cork(() => {
       writeHead(this.#res, status, '', headers)
-      this.#res.end(body, close)
+      if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
+      else this.#res.end(body, close)
     })
   }
 
@@ -214,6 +224,20 @@ class UwsClient implements ClientResponse {
 
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
+// App.close() (all listen sockets and connections) exists in this binary but not in its type definitions
+type ClosableApp = TemplatedApp & { close (): void }
+const apps: ClosableApp[] = []
+
+/**
+ * Closes every app of this thread with all its connections. A worker thread
+ * must call this before it ends (process 'exit'): ending with uWS sockets still
+ * registered in the thread's libuv loop trips a libuv assertion that aborts the
+ * whole process, not just the thread.
+ */
+export function closeAllApps (): void {
+  for (const app of apps.splice(0)) app.close()
+}
+
 export interface Listener {
   close (): void
 }
@@ -225,7 +249,8 @@ export interface Listener {
  */
 export function listenHttp (uws: Uws, host: string, port: number, entrypoint: string, proto: 'http' | 'https',
   handler: RequestHandler): Promise<Listener | null> {
-  const app: TemplatedApp = uws.App()
+  const app = uws.App() as ClosableApp
+  apps.push(app)
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = new Ctx()
     ctx.method = req.getMethod().toUpperCase()
@@ -250,7 +275,7 @@ export function listenHttp (uws: Uws, host: string, port: number, entrypoint: st
       }
     })
     ctx.remoteAddress = canonicalIp(decoder.decode(res.getRemoteAddressAsText()))
-    handler(ctx, new UwsClient(res, expectBody))
+    handler(ctx, new UwsClient(res, expectBody, ctx.method === 'HEAD'))
   })
   return new Promise((resolve) => {
     app.listen(host, port, (token: us_listen_socket | false) => {

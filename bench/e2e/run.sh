@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Side-by-side: this balancer, nginx and HAProxy (Debian packages, configured
+# alike by ../shared/bench/peers) and the minimal uWS+undici reference, in front
+# of the same loopback nginx backends, loaded by wrk, in ONE run with the order
+# of targets alternating per round. Prints the harness's tables plus
+# CPU-seconds per 100k requests (bench/e2e/cpu-per-100k.js).
+#
+#   bash bench/e2e/run.sh                      # defaults below
+#   bash bench/e2e/run.sh -d 10 -r 3 -c "64 256" -b "small big"
+#
+# Needs: ../shared/bench (beside this repository), root for its setup.sh (apt
+# nginx haproxy wrk), and `npm run build` done. Extra targets: LB_TARGETS env.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+harness="${BENCH_HARNESS:-$root/../shared/bench}"
+[ -x "$harness/run.sh" ] || { echo "bench: no harness at $harness (set BENCH_HARNESS)" >&2; exit 1; }
+[ -f "$root/dist/core/cli.js" ] || { echo "bench: run 'npm run build' first" >&2; exit 1; }
+command -v wrk >/dev/null && command -v nginx >/dev/null && command -v haproxy >/dev/null || bash "$harness/setup.sh"
+out="${OUT:-$root/bench/out/$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$out"
+args=("$@")
+[ ${#args[@]} -eq 0 ] && args=(-d 10 -r 3 -c "64 256" -b "small")
+targets=(nginx-1w nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
+  "lb=9300=bash $root/bench/e2e/lb-target.sh"
+  ${LB_TARGETS:-})
+(cd "$harness" && ./run.sh "${args[@]}" --out "$out" "${targets[@]}")
+node "$root/bench/e2e/cpu-per-100k.js" "$out/results.jsonl" | tee -a "$out/summary.md"
+echo "results: $out"
