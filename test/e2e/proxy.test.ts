@@ -293,3 +293,40 @@ check = false
     assert.ok(good.connections - before <= 16, `${good.connections - before} new upstream connections for 400 requests`)
   })
 })
+
+describe('time-outs', () => {
+  test('a client that stops sending its body gets 408 after the client time-out; idle upstream connections close after keep_alive', async (t) => {
+    const closed: number[] = []
+    const backend = await startBackend('b')
+    const server = await new Promise<http.Server>((r) => {
+      const s = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok\n')) })
+      s.on('connection', (sock) => sock.on('close', () => closed.push(Date.now())))
+      s.listen(0, '127.0.0.1', () => r(s))
+    })
+    const lb = await startLb(`
+[timeouts]
+client = "400ms"
+keep_alive = "400ms"
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+address = "127.0.0.1:${(server.address() as net.AddressInfo).port}"
+check = false
+`)
+    t.after(async () => { await lb.stop(); await backend.close(); server.close() })
+    const status = await new Promise<number>((res) => {
+      const req = http.request(`${lb.url}/upload`, { method: 'POST', agent: false, headers: { 'content-length': '100' } }, (r) => { r.resume(); res(r.statusCode!) })
+      req.on('error', () => res(-1))
+      req.write('only part of it')
+    })
+    assert.equal(status, 408)
+    assert.equal((await request(`${lb.url}/x`)).status, 200)
+    const before = closed.length
+    await sleep(1200)
+    assert.ok(closed.length > before, 'the idle upstream connection was closed by the balancer')
+  })
+})
