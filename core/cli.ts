@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // lb run -c FILE     start the balancer (foreground; systemd runs it so)
 // lb check -c FILE   validate the configuration and exit 0 or 1 (like nginx -t)
-import { loadConfig } from './config/load.js'
+import { loadConfigAsync } from './config/load.js'
 import { createLogger } from './log.js'
 import { isLbError } from './errors.js'
 import { run } from './main.js'
@@ -27,7 +27,7 @@ async function main (): Promise<void> {
     case 'check': {
       const file = configArg(args)
       try {
-        loadConfig(file)
+        await loadConfigAsync(file)
         process.stdout.write(`lb: configuration file ${file} test is successful\n`)
       } catch (err) {
         process.stderr.write(`lb: ${(err as Error).message}\nlb: configuration file ${file} test failed\n`)
@@ -37,9 +37,18 @@ async function main (): Promise<void> {
     }
     case 'run': {
       const log = createLogger('info')
+      // SIGHUP's default action kills the process: take it before start-up (which logs
+      // "started" before run() returns), and apply one that came early once running
+      let reload: (() => Promise<void>) | null = null
+      let early = false
+      process.on('SIGHUP', () => {
+        if (reload !== null) void reload()
+        else early = true
+      })
       try {
         const lb = await run(configArg(args), log)
-        process.on('SIGHUP', () => { void lb.reload() })
+        reload = () => lb.reload()
+        if (early) void lb.reload()
         const stop = (): void => { lb.stop().then(() => process.exit(0), () => process.exit(1)) }
         process.on('SIGTERM', stop)
         process.on('SIGINT', stop)

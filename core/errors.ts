@@ -13,6 +13,12 @@ export const ERRORS = {
   // start-up
   LB_ERR_UWS_FALLBACK: { status: 0, message: 'uWebSockets.js native binary did not load ({reason}); refusing to run on its slow JS fallback' },
   LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
+  // TLS, WebSocket, TCP (core/worker/listeners.ts, ws-proxy.ts, tcp-proxy.ts)
+  LB_ERR_TLS: { status: 0, message: 'entry point {entrypoint}: cannot use its TLS certificates ({reason})' },
+  LB_ERR_WS_BACKPRESSURE: { status: 0, message: 'WebSocket closed with 1013: more than {limit} bytes from the client waited for a slow server' },
+  // management surfaces (core/admin)
+  LB_ERR_ADMIN_LISTEN: { status: 0, message: 'cannot listen on {address} ({surface}): {reason}' },
+  LB_ERR_ADMIN_STATE: { status: 0, message: 'config API state file {file} is unusable: {reason}' },
   // data plane, answered to clients
   LB_ERR_NO_ROUTE: { status: 404, message: 'no route for this request' },
   LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
@@ -25,6 +31,10 @@ export const ERRORS = {
   LB_ERR_FORBIDDEN: { status: 403, message: 'forbidden' },
   LB_ERR_METHOD: { status: 405, message: 'method not allowed' },
   LB_ERR_PLUGIN: { status: 500, message: 'internal error in middleware {middleware}' },
+  // middlewares (plugins/)
+  LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
+  LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
+  LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
   LB_ERR_OVERLOADED: { status: 503, message: 'too many connections' },
 } as const satisfies Record<string, { status: number, message: string }>
 

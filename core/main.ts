@@ -4,34 +4,60 @@
 // and the running one stays), SIGTERM/SIGINT drain and exit 0.
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
-import { loadConfig } from './config/load.js'
+import { loadConfigAsync } from './config/load.js'
 import { createLogger, type Logger } from './log.js'
-import { createShm } from './shm/layout.js'
+import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
+import { type Management, startManagement } from './admin/index.js'
+import { apiStateOverlay } from './admin/state.js'
 import { Census } from './control/census.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
 import { loadUws } from './worker/http.js'
+import { type GenerationService, startGeneration } from './gen/service.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
-const STATIC_KEYS = ['global', 'entrypoints'] as const
+const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation'] as const
 
 export interface Running {
+  /** the configuration applied now */
   readonly config: () => Config
+  /** dynamic config generation applied now (starts at 1, +1 per apply) */
+  readonly generation: () => number
+  readonly shm: Shm
+  readonly slots: SlotRegistry
+  readonly supervisor: Supervisor
+  readonly log: Logger
+  /** re-reads the config file (SIGHUP); an invalid file is logged and changes nothing */
   reload (): Promise<void>
+  /**
+   * Applies a new configuration to every worker without a restart (static
+   * sections keep their running values). Serialised with reloads. Resolves
+   * with the workers' errors (empty = applied everywhere).
+   */
+  apply (next: Config): Promise<string[]>
   stop (): Promise<void>
 }
 
 export async function run (configPath: string, log: Logger = createLogger('info')): Promise<Running> {
-  let config = loadConfig(configPath)
+  // the config API's state file is overlaid on the TOML before validation, here and on every reload
+  let config = await loadConfigAsync(configPath, apiStateOverlay)
+  const startedAt = Date.now()
   log = createLogger(config.global.logLevel)
   loadUws() // fail before starting anything when the native binary cannot load
   mkdirSync(config.global.stateDir, { recursive: true })
   const shm = createShm(config.global.workers)
   const slots = new SlotRegistry(shm)
   let generation = 1
+  // the generation endpoint listens before any worker can route to its socket
+  const gen: GenerationService | null = config.generation.enabled ? await startGeneration(config.generation, log) : null
   const supervisor = new Supervisor(shm, config, slots.apply(config), generation, log)
-  await supervisor.start()
+  try {
+    await supervisor.start()
+  } catch (err) {
+    await gen?.close()
+    throw err
+  }
   const health = new HealthChecker(shm, log)
   health.update(config, slots)
   const census = new Census(shm, config.entrypoints, config.global.maxConnections, (on) => supervisor.setAccepting(on))
@@ -42,40 +68,62 @@ export async function run (configPath: string, log: Logger = createLogger('info'
     entrypoints: config.entrypoints.map((e) => `${e.name}=${e.protocol}://${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`),
   })
 
-  let reloading: Promise<void> = Promise.resolve()
-  const reload = (): Promise<void> => {
-    reloading = reloading.then(async () => {
-      let next: Config
-      try {
-        next = loadConfig(configPath)
-      } catch (err) {
-        log.error('reload rejected: the running configuration stays', { error: (err as Error).message })
-        return
-      }
-      const kept = STATIC_KEYS.filter((k) => JSON.stringify(next[k]) !== JSON.stringify(config[k]))
-      if (kept.length > 0) log.warn('reload: these sections need a restart; their running values stay', { sections: kept })
-      next = { ...next, global: config.global, entrypoints: config.entrypoints }
+  // reloads and API changes are applied one at a time, in order
+  let queue: Promise<unknown> = Promise.resolve()
+  const apply = (candidate: Config): Promise<string[]> => {
+    const result = queue.then(async () => {
+      const kept = STATIC_KEYS.filter((k) => JSON.stringify(candidate[k]) !== JSON.stringify(config[k]))
+      if (kept.length > 0) log.warn('these sections need a restart; their running values stay', { sections: kept })
+      const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])) }
       const slotMap = slots.apply(next)
       generation++
       const errors = await supervisor.broadcast(next, slotMap, generation)
-      if (errors.length > 0) log.error('reload: some workers rejected the configuration', { errors })
+      if (errors.length > 0) log.error('some workers rejected the configuration', { errors })
       config = next
       health.update(config, slots)
-      log.info('reloaded', { generation })
+      log.info('configuration applied', { generation })
+      return errors
     })
-    return reloading
+    queue = result.catch(() => undefined)
+    return result
+  }
+  const reload = async (): Promise<void> => {
+    let next: Config
+    try {
+      next = await loadConfigAsync(configPath, apiStateOverlay)
+    } catch (err) {
+      Atomics.add(shm.i32, H_RELOAD_FAILS, 1)
+      Atomics.store(shm.i32, H_LAST_RELOAD_OK, 0)
+      Atomics.store(shm.i32, H_LAST_RELOAD_SEC, Math.floor(Date.now() / 1000))
+      log.error('reload rejected: the running configuration stays', { error: (err as Error).message })
+      return
+    }
+    await apply(next)
+    Atomics.add(shm.i32, H_RELOADS, 1)
+    Atomics.store(shm.i32, H_LAST_RELOAD_OK, 1)
+    Atomics.store(shm.i32, H_LAST_RELOAD_SEC, Math.floor(Date.now() / 1000))
   }
 
+  let management: Management | null = null
   let stopping: Promise<void> | null = null
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
       census.stop()
       health.close()
       await supervisor.drain(config.global.drainTimeoutMs)
+      await gen?.close()
       log.info('stopped')
     })()
     return stopping
   }
-  return { config: () => config, reload, stop }
+  try {
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, startedAt })
+    if (gen !== null) management.attachGen(() => gen.stats())
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { config: () => config, generation: () => generation, shm, slots, supervisor, log, reload, apply, stop }
 }

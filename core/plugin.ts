@@ -2,10 +2,23 @@
 // definition: a name, a config validator and a factory of hooks. `create` runs
 // once per middleware instance per config generation in every worker; its
 // hooks run per request, compiled into each route's chain at load time.
+//
+// This module is the API for third-party plugins too (package.json exports it
+// as "lb/plugin"): a middleware's `type` may name a module, by path relative to
+// the config file or by package name, whose default export is a PluginDef.
+// PLUGINS.md walks through one.
+import type { Transform } from 'node:stream'
 import type { Checker, Table } from './config/check.js'
 import type { Logger } from './log.js'
 import type { Shm } from './shm/layout.js'
 import type { Ctx } from './worker/context.js'
+
+export type { Checker, Table } from './config/check.js'
+export type { Logger } from './log.js'
+export type { Shm } from './shm/layout.js'
+export type { Ctx, Reply } from './worker/context.js'
+// the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
+export { KeyHasher, MILLI, RateTable, keyA, keyB } from './shm/rate-table.js'
 
 export const NEXT = 0
 export const HANDLED = 1
@@ -14,8 +27,24 @@ export type Verdict = typeof NEXT | typeof HANDLED
 /** What a response hook may change before the head goes to the client. */
 export interface ResponseHead {
   status: number
-  /** flat [name, value, ...] as they will be sent; hooks may push or edit */
+  /**
+   * flat [name, value, ...] as they will be sent, names as the upstream wrote
+   * them (compare case-insensitively); hooks may push or edit. Content-Length
+   * is not among them: the proxy writes it.
+   */
   headers: string[]
+  /**
+   * A body transform (e.g. a node:zlib stream) set by at most one hook; null by
+   * default. When set, the proxy streams the upstream body through it with
+   * backpressure both ways and sends the result chunked, without
+   * Content-Length. The hook that sets it adjusts the headers it implies
+   * (Content-Encoding, Vary).
+   */
+  transform: Transform | null
+  /** true for a HEAD request or a status without a body (1xx, 204, 304): a transform is never applied */
+  readonly noBody: boolean
+  /** the upstream's Content-Length, -1 when unknown (chunked or close-delimited) */
+  readonly contentLength: number
 }
 
 export interface Hooks {
@@ -41,4 +70,49 @@ export interface PluginDef<C = unknown> {
 
 export function definePlugin<C> (def: PluginDef<C>): PluginDef<C> {
   return def
+}
+
+// --- helpers for hooks. The per-request header lists on Ctx may be shared,
+// pre-rendered arrays (a plugin may assign its frozen list to an empty slot to
+// avoid allocating): never push into them, extend them with these helpers.
+
+/** Adds flat [name, value, ...] pairs to the upstream request (names lower-case). */
+export function addUpstreamHeaders (ctx: Ctx, pairs: readonly string[]): void {
+  const cur = ctx.upstreamHeaders
+  ctx.upstreamHeaders = cur === null ? pairs as string[] : cur.concat(pairs)
+}
+
+/** Stops request headers (lower-case names) from reaching the upstream. */
+export function dropRequestHeaders (ctx: Ctx, names: readonly string[]): void {
+  const cur = ctx.dropHeaders
+  ctx.dropHeaders = cur === null ? names as string[] : cur.concat(names)
+}
+
+/** Adds flat [name, value, ...] pairs to the client response. */
+export function addResponseHeaders (ctx: Ctx, pairs: readonly string[]): void {
+  const cur = ctx.responseHeaders
+  ctx.responseHeaders = cur === null ? pairs as string[] : cur.concat(pairs)
+}
+
+/** Index of the value of header `lower` (a lower-case name) in a flat list, or -1. */
+export function findHeader (headers: readonly string[], lower: string): number {
+  for (let i = 0; i < headers.length; i += 2) {
+    const k = headers[i]!
+    if (k.length === lower.length && (k === lower || k.toLowerCase() === lower)) return i + 1
+  }
+  return -1
+}
+
+/** Removes every header named `lower` (case-insensitive) from a flat list. */
+export function removeHeader (headers: string[], lower: string): void {
+  for (let i = headers.length - 2; i >= 0; i -= 2) {
+    const k = headers[i]!
+    if (k.length === lower.length && (k === lower || k.toLowerCase() === lower)) headers.splice(i, 2)
+  }
+}
+
+/** Sets a header, replacing any of the same name. */
+export function setHeader (headers: string[], lower: string, value: string): void {
+  removeHeader(headers, lower)
+  headers.push(lower, value)
 }

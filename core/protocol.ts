@@ -7,6 +7,8 @@ import type { Config } from './config/load.js'
 export interface Slots {
   readonly services: Readonly<Record<string, number>>
   readonly servers: Readonly<Record<string, number>>
+  /** router name → slot of its request-stats rows (core/shm/request-stats.ts) */
+  readonly routers: Readonly<Record<string, number>>
 }
 
 export interface WorkerData {

@@ -8,8 +8,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="${RUN_DIR:-$(mktemp -d)}"
 conf="$dir/lb-bench.toml"
 {
-  printf '[global]\nworkers = "%s"\naccess_log = "%s"\nstate_dir = "%s"\nlog_level = "warn"\n\n' \
-    "${WORKERS:-auto}" "${ACCESS_LOG:-off}" "$dir/run"
+  w="${WORKERS:-auto}"; [ "$w" = auto ] && w='"auto"'   # a number stays a TOML integer
+  printf '[global]\nworkers = %s\naccess_log = "%s"\nstate_dir = "%s"\nlog_level = "warn"\n\n' \
+    "$w" "${ACCESS_LOG:-off}" "$dir/run"
   printf '[entrypoints.web]\naddress = "127.0.0.1:%s"\n\n' "${PORT:?PORT not set}"
   printf '[routers.web]\nrule = "PathPrefix(`/`)"\nservice = "web"\n%s\n' "${MIDDLEWARES:+middlewares = [$MIDDLEWARES]}"
   printf '[services.web]\nbalance = "roundrobin"\nkeepalive = 32\n'

@@ -15,6 +15,9 @@ export const DEFAULTS = {
     clientMs: 50_000, // client may stay silent while sending a request body (seed: timeout client 50s)
     serverMs: 50_000, // upstream may stay silent while answering (seed: timeout server 50s)
     keepAliveMs: 65_000, // upstream idle keep-alive connections are closed after this (seed: keepalive_timeout 65s)
+    // WebSocket and TCP sessions: closed after this long with no byte either way (HAProxy `timeout tunnel`;
+    // unset there, the seed's client/server time-outs of 50s apply)
+    tunnelMs: 50_000,
   },
   limits: {
     maxBodyBytes: 100 * 1024 * 1024, // seed: client_max_body_size 100M
@@ -29,8 +32,10 @@ export const DEFAULTS = {
     maxFails: 3, // passive: failures within failTimeout that take a server out (seed)
     failTimeoutMs: 30_000, // passive: counting window and time out of rotation (seed)
     check: true,
+    maintenance: false, // true = administratively out of rotation (config API "maintenance": "enabled")
   },
   healthCheck: {
+    type: 'http', // 'http' (GET path, expect status) | 'tcp' (a connect passes: for tcp entry points' services)
     path: '/health',
     intervalMs: 2_000, // HAProxy inter 2s
     timeoutMs: 1_000,
@@ -43,5 +48,37 @@ export const DEFAULTS = {
   },
   router: {
     priority: 0, // 0 = derive from the rule's length, as Traefik
+  },
+  // https entry points ([entrypoints.X.tls], core/config/tls.ts)
+  tls: {
+    // TLS 1.2 ciphers: Mozilla "intermediate" ECDHE AEAD suites. TLS 1.3 suites are not part of this list
+    // (see docs/tls-ws-tcp.md for what each TLS stack lets us restrict); TLS 1.0 and 1.1 are always refused.
+    ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:' +
+      'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
+  },
+  websocket: {
+    // largest client message, reassembled in memory by uWS before it is relayed (uWS's own default is 16 KiB);
+    // a bigger one makes uWS close the connection at once. Messages from servers are streamed, never reassembled.
+    maxMessageBytes: 16 * 1024 * 1024,
+  },
+  // management surfaces (core/admin): all off unless the config turns them on,
+  // so a config without these sections opens no extra port or socket
+  admin: {
+    enabled: false, // config API (HAProxy Data Plane API v2 model)
+    address: '127.0.0.1:5555', // loopback only by default
+    users: [] as readonly string[], // "user:hash" (bcrypt $2a/$2b/$2y, or {SHA} base64 SHA-1); basic auth
+    tokens: [] as readonly string[], // bearer tokens (Authorization: Bearer <token>)
+    stateFile: 'config-api.json', // the config API's writes, relative to global.state_dir
+  },
+  dashboard: {
+    address: '127.0.0.1:8081', // dashboard API, dashboard page and /metrics share this listener
+    api: false, // Traefik-style /api/* (Traefik api.dashboard)
+    page: false, // the /dashboard/ page (needs api and metrics to show data)
+    metrics: false, // Prometheus /metrics
+    insecure: false, // true = no authentication on this listener (Traefik api.insecure); else [admin] users/tokens
+  },
+  runtimeSocket: {
+    enabled: false, // HAProxy-style runtime command socket
+    path: 'lb.sock', // relative to global.state_dir; created with mode 0600
   },
 } as const

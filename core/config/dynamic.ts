@@ -5,6 +5,7 @@ import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { type Rule, parseRule } from './rule.js'
 import { parseHostPort } from './static.js'
+import { checkCidrs } from '../net/source.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
@@ -25,9 +26,14 @@ export interface ServerConf {
   readonly maxFails: number
   readonly failTimeoutMs: number
   readonly check: boolean
+  /** administratively in maintenance (HAProxy `disabled`): takes no traffic until enabled */
+  readonly maintenance: boolean
 }
 
+/** http: GET `path`, expect `status`; tcp: a connect within `timeout` passes (HAProxy's plain `check`) */
+export const CHECK_TYPES = ['http', 'tcp'] as const
 export interface HealthCheckConf {
+  readonly type: typeof CHECK_TYPES[number]
   readonly path: string
   readonly intervalMs: number
   readonly timeoutMs: number
@@ -96,19 +102,21 @@ export function checkServer (c: Checker, t: Table, p: string, index: number): Se
     maxFails: c.int(t, 'max_fails', p, d.maxFails, 0, 1_000_000),
     failTimeoutMs: c.duration(t, 'fail_timeout', p, d.failTimeoutMs, 1),
     check: c.bool(t, 'check', p, d.check),
+    maintenance: c.bool(t, 'maintenance', p, d.maintenance),
   }
 }
 
-const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', 'check']
+const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', 'check', 'maintenance']
 
 function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   const p = join('services', name)
   const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'retries', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
-  const h = c.table(t.health_check, hp, ['path', 'interval', 'timeout', 'rise', 'fall', 'status'])
+  const h = c.table(t.health_check, hp, ['type', 'path', 'interval', 'timeout', 'rise', 'fall', 'status'])
   const dh = DEFAULTS.healthCheck
   const healthCheck: HealthCheckConf = {
+    type: c.oneOf(h, 'type', hp, CHECK_TYPES, dh.type),
     path: c.string(h, 'path', hp, dh.path),
     intervalMs: c.duration(h, 'interval', hp, dh.intervalMs, 10),
     timeoutMs: c.duration(h, 'timeout', hp, dh.timeoutMs, 1),
@@ -136,7 +144,7 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
     healthCheck,
     servers,
-    allow: c.strings(t, 'allow', p, DEFAULTS.status.allow),
+    allow: checkCidrs(c, t, 'allow', p, DEFAULTS.status.allow),
   }
 }
 

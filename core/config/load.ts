@@ -6,9 +6,11 @@ import { dirname, resolve } from 'node:path'
 import toml from 'toml'
 import { Checker, deepFreeze } from './check.js'
 import { type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices } from './dynamic.js'
-import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
+import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPointServices, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
+import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin, checkDashboard, checkRuntimeSocket } from './admin.js'
 import { lbError } from '../errors.js'
-import { checkPluginConf } from '../../plugins/index.js'
+import { type GenerationConf, checkGeneration } from '../gen/config.js'
+import { checkPluginConf, loadPluginModules, middlewareTypes } from '../../plugins/index.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -21,9 +23,16 @@ export interface Config {
   readonly routers: readonly RouterConf[]
   readonly services: readonly ServiceConf[]
   readonly middlewares: readonly MiddlewareConf[]
+  readonly admin: AdminConf
+  readonly dashboard: DashboardConf
+  readonly runtimeSocket: RuntimeSocketConf
+  readonly generation: GenerationConf
 }
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares']
+/** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
+export type RawOverlay = (raw: unknown, file: string) => unknown
+
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation']
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
 export function buildConfig (raw: unknown, file: string): Config {
@@ -33,30 +42,49 @@ export function buildConfig (raw: unknown, file: string): Config {
   const global = checkGlobal(c, top.global, baseDir)
   const timeouts = checkTimeouts(c, top.timeouts)
   const limits = checkLimits(c, top.limits)
-  const entrypoints = checkEntryPoints(c, top.entrypoints)
-  const services = checkServices(c, top.services)
+  const entrypoints = checkEntryPoints(c, top.entrypoints, baseDir)
+  const generation = checkGeneration(c, top.generation, 'generation', baseDir)
+  const services = checkServices(c, top.services).map((s) => (s.kind === 'generate' ? generateService(c, s, generation) : s))
+  checkEntryPointServices(c, entrypoints, services)
   const middlewares = checkMiddlewares(c, top.middlewares, baseDir, checkPluginConf)
-  const routers = checkRouters(c, top.routers, entrypoints.map((e) => e.name), services, middlewares)
+  // routers serve the HTTP entry points (http, https); a tcp entry point forwards to its service
+  const routers = checkRouters(c, top.routers, entrypoints.filter((e) => e.protocol !== 'tcp').map((e) => e.name), services, middlewares)
+  const admin = checkAdmin(c, top.admin, global.stateDir)
+  const dashboard = checkDashboard(c, top.dashboard, admin)
+  const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
   if (c.problems.length > 0) {
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation })
 }
 
-export function parseConfig (text: string, file = ''): Config {
+/**
+ * A `kind = "generate"` service is an upstream group with one server: the
+ * generation endpoint's unix socket (core/gen runs it in the control plane),
+ * so it is routed, rate-limited and balanced like any backend. The server is
+ * never passively marked down: a crashed model runner answers 500 itself.
+ */
+function generateService (c: Checker, s: ServiceConf, g: GenerationConf): ServiceConf {
+  if (!g.enabled) c.problems.push(`services.${s.name}.kind: "generate" needs the generation endpoint, but generation.enabled is false`)
+  const runner = { name: 'runner', address: `unix:${g.socket}`, host: '', port: 0, path: g.socket, weight: 1, maxFails: 0, failTimeoutMs: 30_000, check: false, maintenance: false }
+  return { ...s, servers: [runner] }
+}
+
+export function parseConfig (text: string, file = '', overlay?: RawOverlay): Config {
   let raw: unknown
   try {
     raw = toml.parse(text)
   } catch (err) {
-    const e = err as { message: string, line?: number, column?: number }
-    const where = e.line !== undefined ? ` (line ${e.line}, column ${e.column})` : ''
+    const e = err as { message: string, location?: { start?: { line: number, column: number } } }
+    const at = e.location?.start
+    const where = at !== undefined ? ` (line ${at.line}, column ${at.column})` : ''
     throw lbError('LB_ERR_CONFIG_PARSE', { file: file === '' ? '<config>' : file, reason: e.message + where })
   }
-  return buildConfig(raw, file)
+  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file)
 }
 
-export function loadConfig (path: string): Config {
+export function loadConfig (path: string, overlay?: RawOverlay): Config {
   const file = resolve(path)
   let text: string
   try {
@@ -64,5 +92,22 @@ export function loadConfig (path: string): Config {
   } catch (err) {
     throw lbError('LB_ERR_CONFIG_READ', { file, reason: (err as Error).message })
   }
-  return parseConfig(text, file)
+  return parseConfig(text, file, overlay)
+}
+
+/**
+ * loadConfig, after importing the third-party plugin modules that the file's
+ * middlewares name (import() is async; validation stays sync). Read and
+ * syntax errors are left for loadConfig to report.
+ */
+export async function loadConfigAsync (path: string, overlay?: RawOverlay): Promise<Config> {
+  const file = resolve(path)
+  let raw: unknown = null
+  try {
+    raw = toml.parse(readFileSync(file, 'utf8'))
+  } catch {
+    // reported by loadConfig below
+  }
+  await loadPluginModules(middlewareTypes(raw), dirname(file))
+  return loadConfig(path, overlay)
 }

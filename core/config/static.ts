@@ -4,6 +4,8 @@ import { availableParallelism } from 'node:os'
 import { isAbsolute, resolve } from 'node:path'
 import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
+import type { ServiceConf } from './dynamic.js'
+import { type TlsConf, checkTls } from './tls.js'
 import { LEVELS, type Level } from '../log.js'
 
 export interface GlobalConf {
@@ -22,18 +24,28 @@ export interface TimeoutsConf {
   readonly clientMs: number
   readonly serverMs: number
   readonly keepAliveMs: number
+  /** WebSocket and TCP sessions: idle time (no byte either way) before they are closed */
+  readonly tunnelMs: number
 }
 
 export interface LimitsConf {
   readonly maxBodyBytes: number
 }
 
-export const PROTOCOLS = ['http'] as const
+/** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/tcp-proxy.ts) */
+export const PROTOCOLS = ['http', 'https', 'tcp'] as const
+export type Protocol = typeof PROTOCOLS[number]
 export interface EntryPointConf {
   readonly name: string
   readonly host: string
   readonly port: number
-  readonly protocol: typeof PROTOCOLS[number]
+  readonly protocol: Protocol
+  /** https: certificates and TLS settings; null for http and tcp */
+  readonly tls: TlsConf | null
+  /** tcp: the proxy service connections go to; '' for http and https */
+  readonly service: string
+  /** http and https: largest WebSocket message a client may send, bytes */
+  readonly wsMaxMessage: number
 }
 
 export interface HostPort { host: string, port: number }
@@ -70,13 +82,14 @@ export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalC
 
 export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
   const p = 'timeouts'
-  const t = c.table(raw, p, ['connect', 'client', 'server', 'keep_alive'])
+  const t = c.table(raw, p, ['connect', 'client', 'server', 'keep_alive', 'tunnel'])
   const d = DEFAULTS.timeouts
   return {
     connectMs: c.duration(t, 'connect', p, d.connectMs, 1),
     clientMs: c.duration(t, 'client', p, d.clientMs, 1),
     serverMs: c.duration(t, 'server', p, d.serverMs, 1),
     keepAliveMs: c.duration(t, 'keep_alive', p, d.keepAliveMs, 1),
+    tunnelMs: c.duration(t, 'tunnel', p, d.tunnelMs, 100),
   }
 }
 
@@ -85,13 +98,13 @@ export function checkLimits (c: Checker, raw: unknown): LimitsConf {
   return { maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes) }
 }
 
-export function checkEntryPoints (c: Checker, raw: unknown): EntryPointConf[] {
+export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = process.cwd()): EntryPointConf[] {
   const eps = c.table(raw, 'entrypoints', null)
   const out: EntryPointConf[] = []
   const seen = new Set<string>()
   for (const [name, v] of Object.entries(eps)) {
     const p = join('entrypoints', name)
-    const t: Table = c.table(v, p, ['address', 'protocol'])
+    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message'])
     const address = c.string(t, 'address', p)
     const hp = parseHostPort(address)
     if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080"', address)
@@ -100,8 +113,35 @@ export function checkEntryPoints (c: Checker, raw: unknown): EntryPointConf[] {
       if (seen.has(key)) c.problems.push(`${join(p, 'address')}: ${address} is already used by another entry point`)
       seen.add(key)
     }
-    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol: c.oneOf(t, 'protocol', p, PROTOCOLS, 'http') })
+    const protocol = c.oneOf(t, 'protocol', p, PROTOCOLS, 'http')
+    const only = (key: string, proto: string): void => {
+      if (t[key] !== undefined) c.problems.push(`${join(p, key)}: only for protocol = "${proto}" (this entry point is "${protocol}")`)
+    }
+    let tls: TlsConf | null = null
+    let service = ''
+    if (protocol === 'https') {
+      if (t.tls === undefined) c.problems.push(`${join(p, 'tls')}: expected a table with cert and key (required for protocol = "https"), found nothing`)
+      else tls = checkTls(c, t.tls, join(p, 'tls'), baseDir)
+    } else only('tls', 'https')
+    if (protocol === 'tcp') {
+      service = c.string(t, 'service', p)
+      only('websocket_max_message', 'http" or "https')
+    } else only('service', 'tcp')
+    const wsMaxMessage = c.size(t, 'websocket_max_message', p, DEFAULTS.websocket.maxMessageBytes)
+    if (wsMaxMessage < 1 || wsMaxMessage > 1024 ** 3) c.problem(join(p, 'websocket_max_message'), 'a size from 1 byte to "1G"', t.websocket_max_message)
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage })
   }
   if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
   return out
+}
+
+/** A tcp entry point forwards to a `proxy` service defined in [services]. */
+export function checkEntryPointServices (c: Checker, entrypoints: readonly EntryPointConf[], services: readonly ServiceConf[]): void {
+  for (const ep of entrypoints) {
+    if (ep.protocol !== 'tcp' || ep.service === '') continue
+    const svc = services.find((s) => s.name === ep.service)
+    const path = join(join('entrypoints', ep.name), 'service')
+    if (svc === undefined) c.problems.push(`${path}: unknown service ${JSON.stringify(ep.service)}`)
+    else if (svc.kind !== 'proxy') c.problems.push(`${path}: service ${JSON.stringify(ep.service)} is of kind "${svc.kind}"; a tcp entry point needs a "proxy" service`)
+  }
 }

@@ -12,6 +12,7 @@ import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '
 import { parseIp } from '../net/ip.js'
 
 export const CENSUS_MS = 250
+const CENSUS_MAX_MS = 2_000
 const ESTABLISHED = '01'
 
 /** Kernel text of a 16-byte address: each 32-bit word in host (little-endian) byte order, as /proc/net/tcp6 prints it. */
@@ -53,12 +54,10 @@ export class Census {
 
   start (): void {
     const tick = (): void => {
-      const t0 = performance.now()
-      this.sample().catch(() => undefined).finally(() => {
+      this.sample().catch(() => 0).then((ms) => {
         // reading /proc/net/tcp walks every TCP socket of the host: with very many
-        // sockets, sample less often so the census stays under ~5% of a core
-        const spent = performance.now() - t0
-        this.#timer = setTimeout(tick, Math.max(CENSUS_MS, spent * 20))
+        // sockets, sample less often (at most every 2 s) to keep the census near 5% of a core
+        this.#timer = setTimeout(tick, Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, ms * 20)))
         this.#timer.unref()
       })
     }
@@ -70,8 +69,10 @@ export class Census {
     this.#timer = null
   }
 
+  /** Counts once; resolves with the milliseconds it took (the kernel's walk of its socket table is most of it). */
   async sample (): Promise<number> {
     const now = new Set<string>()
+    const t0 = performance.now()
     for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
       let text: string
       try {
@@ -100,6 +101,6 @@ export class Census {
     const full = now.size >= this.#max
     Atomics.store(i32, H_CONN_CAP_HIT, full ? 1 : 0)
     this.#setAccepting(!full)
-    return now.size
+    return performance.now() - t0
   }
 }

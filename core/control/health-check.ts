@@ -1,9 +1,11 @@
 // Active health checks, run by the control plane: GET <path> on every server
 // whose `check` flag is set, every `interval`, expecting `status` (200) within
-// `timeout`. HAProxy's rise/fall: `fall` consecutive failures take an UP server
+// `timeout` (type = "tcp": a connect within `timeout`, for services behind
+// tcp entry points). HAProxy's rise/fall: `fall` consecutive failures take an UP server
 // down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
 // shared memory, so every worker sees it at its next pick.
 import http from 'node:http'
+import net from 'node:net'
 import type { Config } from '../config/load.js'
 import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
 import type { Logger } from '../log.js'
@@ -23,6 +25,8 @@ interface Probe {
   readonly serviceSlot: number
   timer: NodeJS.Timeout | null
   req: http.ClientRequest | null
+  /** the connect of a `type = "tcp"` check in progress */
+  sock: net.Socket | null
 }
 
 const statusIndex = (s: typeof CHECK_STATUS[number]): number => CHECK_STATUS.indexOf(s)
@@ -47,7 +51,7 @@ export class HealthChecker {
         const key = JSON.stringify([svc.name, srv, svc.healthCheck])
         want.add(key)
         if (this.#probes.has(key)) continue
-        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null }
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null }
         this.#probes.set(key, probe)
         this.#schedule(probe, 0)
       }
@@ -77,8 +81,10 @@ export class HealthChecker {
   #stop (p: Probe): void {
     if (p.timer !== null) clearTimeout(p.timer)
     p.req?.destroy()
+    p.sock?.destroy()
     p.timer = null
     p.req = null
+    p.sock = null
   }
 
   #schedule (p: Probe, delayMs: number): void {
@@ -94,10 +100,20 @@ export class HealthChecker {
       if (done) return
       done = true
       p.req = null
+      p.sock = null
       this.#record(p, code, status, Date.now() - started)
       if (this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
     }
     const s = p.server
+    if (p.check.type === 'tcp') {
+      // a connect within the time-out passes; nothing is sent (HAProxy's plain `check`)
+      const sock = s.path === '' ? net.connect({ host: s.host, port: s.port }) : net.connect({ path: s.path })
+      p.sock = sock
+      sock.setTimeout(p.check.timeoutMs, () => { sock.destroy(); finish(0, 'L4TOUT') })
+      sock.once('connect', () => { sock.destroy(); finish(0, 'L4OK') })
+      sock.once('error', () => finish(0, 'L4CON'))
+      return
+    }
     const req = http.request({
       host: s.path === '' ? s.host : undefined,
       port: s.path === '' ? s.port : undefined,
@@ -124,7 +140,7 @@ export class HealthChecker {
   #record (p: Probe, code: number, status: typeof CHECK_STATUS[number], ms: number): void {
     const i32 = this.#shm.i32
     const b = serverBase(p.slot)
-    const pass = status === 'L7OK'
+    const pass = status === 'L7OK' || status === 'L4OK'
     Atomics.store(i32, b + S_CHECK_CODE, code)
     Atomics.store(i32, b + S_CHECK_MS, ms)
     Atomics.store(i32, b + S_CHECK_STATUS, statusIndex(status))

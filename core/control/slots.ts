@@ -6,8 +6,9 @@ import type { Config } from '../config/load.js'
 import type { Slots } from '../protocol.js'
 import { clearServerCounters } from '../shm/counters.js'
 import {
-  type Shm, ADMIN_READY, CHECK_UP, MAX_SERVERS, MAX_SERVICES, S_ADMIN, S_CHECK, S_WEIGHT, SRV_WORDS, serverBase,
+  type Shm, ADMIN_MAINT, ADMIN_READY, CHECK_UP, MAX_ROUTERS, MAX_SERVERS, MAX_SERVICES, S_ADMIN, S_CHECK, S_WEIGHT, SRV_WORDS, serverBase,
 } from '../shm/layout.js'
+import { clearRouterStats } from '../shm/request-stats.js'
 import { bumpServiceState } from '../shm/server-state.js'
 
 export class SlotRegistry {
@@ -16,6 +17,10 @@ export class SlotRegistry {
   readonly #servers = new Map<string, number>()
   /** weight each server had in the config last applied: a reload changes the live weight only if the config's changed */
   readonly #configWeight = new Map<string, number>()
+  /** same for `maintenance`: runtime `enable/disable server` survive a reload unless the config's flag changed */
+  readonly #configMaint = new Map<string, boolean>()
+  readonly #routers = new Map<string, number>()
+  readonly #freeRouters: number[] = Array.from({ length: MAX_ROUTERS }, (_, i) => i)
   readonly #freeServices: number[] = Array.from({ length: MAX_SERVICES }, (_, i) => i)
   readonly #freeServers: number[] = Array.from({ length: MAX_SERVERS }, (_, i) => i)
 
@@ -46,20 +51,38 @@ export class SlotRegistry {
           const b = serverBase(slot)
           i32.fill(0, b, b + SRV_WORDS)
           clearServerCounters(this.#shm, slot)
-          Atomics.store(i32, b + S_ADMIN, ADMIN_READY)
+          Atomics.store(i32, b + S_ADMIN, srv.maintenance ? ADMIN_MAINT : ADMIN_READY)
           Atomics.store(i32, b + S_CHECK, CHECK_UP) // servers start UP, as HAProxy and Traefik; checks take them out
           Atomics.store(i32, b + S_WEIGHT, srv.weight)
-        } else if (this.#configWeight.get(key) !== srv.weight) {
-          Atomics.store(i32, serverBase(slot) + S_WEIGHT, srv.weight)
+        } else {
+          if (this.#configWeight.get(key) !== srv.weight) Atomics.store(i32, serverBase(slot) + S_WEIGHT, srv.weight)
+          if (this.#configMaint.get(key) !== srv.maintenance) Atomics.store(i32, serverBase(slot) + S_ADMIN, srv.maintenance ? ADMIN_MAINT : ADMIN_READY)
         }
         this.#configWeight.set(key, srv.weight)
+        this.#configMaint.set(key, srv.maintenance)
         servers[key] = slot
       }
       bumpServiceState(i32, s)
     }
     for (const [name, s] of this.#services) if (!(name in services)) { this.#services.delete(name); this.#freeServices.push(s) }
-    for (const [key, s] of this.#servers) if (!(key in servers)) { this.#servers.delete(key); this.#configWeight.delete(key); this.#freeServers.push(s) }
-    return { services, servers }
+    for (const [key, s] of this.#servers) if (!(key in servers)) { this.#servers.delete(key); this.#configWeight.delete(key); this.#configMaint.delete(key); this.#freeServers.push(s) }
+    const routers: Record<string, number> = {}
+    for (const r of config.routers) {
+      let s = this.#routers.get(r.name)
+      if (s === undefined) {
+        s = this.#freeRouters.shift()
+        if (s === undefined) throw new Error(`more than ${MAX_ROUTERS} routers`)
+        this.#routers.set(r.name, s)
+        clearRouterStats(this.#shm, s)
+      }
+      routers[r.name] = s
+    }
+    for (const [name, s] of this.#routers) if (!(name in routers)) { this.#routers.delete(name); this.#freeRouters.push(s) }
+    return { services, servers, routers }
+  }
+
+  router (name: string): number | undefined {
+    return this.#routers.get(name)
   }
 
   server (service: string, server: string): number | undefined {

@@ -57,6 +57,7 @@ export function formatIp (b: Uint8Array): string {
 
 /** Normalises whatever text uWS reports for a peer (long-form IPv6, mapped IPv4) to canonical text. */
 export function canonicalIp (s: string): string {
+  if (!s.includes(':')) return s // dotted IPv4 is already canonical (the common case, per request)
   const b = parseIp(s)
   return b === null ? s : formatIp(b)
 }
@@ -85,10 +86,57 @@ export function cidrContains (c: Cidr, ip: Uint8Array): boolean {
   return true
 }
 
-/** Compiles a list of CIDRs into a predicate over address text; unparsable client text never matches. */
+/**
+ * Compiles a list of CIDRs into a predicate over address text; unparsable
+ * client text never matches. This is the one address matcher (status page
+ * `allow`, ipAllowList, trusted proxies). Dotted IPv4 text against IPv4 CIDRs,
+ * the per-request common case, is matched as 32-bit integers without allocating.
+ */
 export function allowList (cidrs: readonly Cidr[]): (ip: string) => boolean {
+  const v4: number[] = [] // [net, mask, ...] of CIDRs inside ::ffff:0:0/96
+  let allV4 = true
+  for (const c of cidrs) {
+    let mapped = c.bits >= 96 && c.bytes[10] === 0xff && c.bytes[11] === 0xff
+    for (let i = 0; i < 10 && mapped; i++) if (c.bytes[i] !== 0) mapped = false
+    if (!mapped) {
+      allV4 = false
+      continue
+    }
+    const bits = c.bits - 96
+    const mask = bits === 0 ? 0 : (-1 << (32 - bits)) | 0
+    v4.push(((c.bytes[12]! << 24) | (c.bytes[13]! << 16) | (c.bytes[14]! << 8) | c.bytes[15]!) & mask, mask)
+  }
   return (ip) => {
+    const n = dottedIpv4(ip)
+    if (n !== -1) {
+      for (let i = 0; i < v4.length; i += 2) if ((n & v4[i + 1]!) === v4[i]) return true
+      if (allV4) return false // otherwise an IPv6 CIDR (say ::/0) may still match, below
+    }
     const b = parseIp(ip)
     return b !== null && cidrs.some((c) => cidrContains(c, b))
   }
+}
+
+/** "a.b.c.d" (no leading zeros) → its 32 bits as a signed integer; -1 when not that form (255.255.255.255 falls back too). */
+function dottedIpv4 (s: string): number {
+  let n = 0
+  let octet = 0
+  let digits = 0
+  let dots = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1
+      n = (n << 8) | octet
+      octet = 0
+      digits = 0
+      dots++
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return -1 // leading zero
+      octet = octet * 10 + c - 48
+      if (++digits > 3 || octet > 255) return -1
+    } else return -1
+  }
+  if (dots !== 3 || digits === 0) return -1
+  return (n << 8) | octet
 }

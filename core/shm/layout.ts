@@ -2,9 +2,30 @@
 // worker, and its layout. A change here changes the contract between threads:
 // bump LAYOUT_VERSION. No objects or strings live here, only numbers.
 //
-//  ┌───────────── Int32 words (i32) ─────────────┐┌──────── Float64 words (f64) ────────┐
-//  │ HEADER │ SERVERS × SRV_WORDS │ SERVICES × SVC │ STRIPES × (GLOBAL + SERVERS × SRV_C) │
-//  └─────────────────────────────────────────────┘└──────────────────────────────────────┘
+//  ┌──────────────────────── Int32 words (i32) ──────────────────────────┐┌──── Float64 words (f64) ────┐
+//  │ HEADER │ SERVERS × SRV_WORDS │ SERVICES × SVC │ RATE_SETS × RATE_SET  ││ STRIPES × STRIPE_WORDS      │
+//  └─────────────────────────────────────────────────────────────────────┘└─────────────────────────────┘
+//
+//  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
+//  ┌─── line 0 ────────────┬──────┬─────────┬───────────────────────────────────────────────┐
+//  │ KEY_A × 8 │ KEY_B × 8 │ LOCK │ 7 spare │ RATE_WAYS × data {EXPIRE, SEEN, TICK, A, B}   │
+//  └───────────────────────┴──────┴─────────┴───────────────────────────────────────────────┘
+//  The rate table (core/shm/rate-table.ts) is set-associative: a key lives in
+//  one set chosen by its hash; the set's lock word serialises every
+//  read-modify-write of its entries across workers. The keys of all ways share
+//  the first cache line (read-mostly: written only when a way changes hands),
+//  so finding a key touches it, the lock's line and the way's data.
+//
+//  one stripe (f64):
+//  ┌────────┬────────────────────┬──────────────────────────┬──────────────────────────┐
+//  │ GLOBAL │ SERVERS × SRV_C    │ (ENTRYPOINTS + ROUTERS)  │ (ENTRYPOINTS + ROUTERS)  │
+//  │        │                    │   × REQ_ROW (method×code)│   × TIME_BLOCK (latency  │
+//  │        │                    │                          │   buckets, sum, bytes)   │
+//  └────────┴────────────────────┴──────────────────────────┴──────────────────────────┘
+//
+// The request rows and time blocks feed /metrics (requests by entry point and
+// router, method and code; duration histograms; bytes) without any message per
+// request: a worker adds to its own stripe in finish(), the scrape sums stripes.
 //
 // Int32 words are shared state written by several threads with Atomics
 // (server health, in-flight counts, balancing cursors). Float64 words are
@@ -15,11 +36,13 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 1
+export const LAYOUT_VERSION = 3
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 export const MAX_SERVERS = 1024
 export const MAX_SERVICES = 256
+export const MAX_ROUTERS = 256
+export const MAX_ENTRYPOINTS = 16
 
 // header words (i32)
 export const H_MAGIC = 0
@@ -28,6 +51,10 @@ export const H_WORKERS = 2
 export const H_GENERATION = 3 // dynamic config generation now applied
 export const H_CONN_ACTIVE = 4 // client connections open now (kernel census, control plane)
 export const H_CONN_CAP_HIT = 5 // 1 while open connections >= global.max_connections
+export const H_RELOADS = 6 // configuration reloads applied (SIGHUP and config API), control plane
+export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
+export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before any)
+export const H_LAST_RELOAD_SEC = 9 // unix seconds of the last reload attempt (0 = none)
 export const HEADER_WORDS = 16
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS
@@ -61,9 +88,28 @@ export const V_CURSOR = 0 // round-robin / tie-break cursor (Atomics.add)
 export const V_STATE_VERSION = 1 // bumped whenever a server's weight or usability may have changed
 export const SVC_WORDS = 4
 
+// Rate-limit table (i32): RATE_SETS sets of RATE_WAYS entries, 102,400 entries
+// in all (the seed's stick table "size 100k", HAProxy k = 1024). Words of a
+// set, from its base (way w = 0..7):
+export const RATE_WAYS = 8
+export const RS_KEY_A = 0 // + w: key hash, low bit forced to 1: 0 marks a never-used way
+export const RS_KEY_B = RATE_WAYS // + w: second, independent key hash (64 key bits in all)
+export const RS_LOCK = 2 * RATE_WAYS // 0 = free, else the holder's thread id and sequence stamp
+export const RS_DATA = 3 * RATE_WAYS // + w * RATE_DATA_WORDS: the way's data words, below
+export const RD_EXPIRE = 0 // tick after which the way is free for reuse
+export const RD_SEEN = 1 // tick of the last use (least recently used goes first when a set is full)
+export const RD_TICK = 2 // algorithm tick: window start (sliding window) or last drain (buckets)
+export const RD_A = 3 // current-window count, or bucket level in 1/1000 request
+export const RD_B = 4 // previous-window count (sliding window)
+export const RATE_DATA_WORDS = 5
+export const RATE_SET_WORDS = RS_DATA + RATE_WAYS * RATE_DATA_WORDS // 64
+export const RATE_SETS = 12_800
+export const RATE_ENTRIES = RATE_SETS * RATE_WAYS
+
 export const SERVERS_BASE = HEADER_WORDS
 export const SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
-export const I32_WORDS = SERVICES_BASE + MAX_SERVICES * SVC_WORDS
+export const RATE_BASE = SERVICES_BASE + MAX_SERVICES * SVC_WORDS // a multiple of 16 words: sets start on cache lines
+export const I32_WORDS = RATE_BASE + RATE_SETS * RATE_SET_WORDS
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
@@ -75,6 +121,8 @@ export const G_BYTES_OUT = 5
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11
 export const G_REFUSED = 12 // requests refused because the connection cap was reached
+export const G_RATE_LIMITED = 13 // 429 answered by a middleware (rate limit refusals)
+export const G_AUTH_REFUSED = 14 // 401/403 answered by a middleware (authentication refusals)
 export const GLOBAL_COUNTERS = 16
 
 // per-server counters (f64), after the global counters of a stripe
@@ -87,7 +135,32 @@ export const C_RESP_ERR = 9 // resets, time-outs, invalid responses (eresp)
 export const C_RETRIES = 10 // retries away from this server (wretr)
 export const SRV_COUNTERS = 12
 
-export const STRIPE_WORDS = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
+// Request rows: one f64 counter per (method, code) for each entry point
+// (index = position in the config, static) and each router (slot). Codes not
+// listed are counted under their class ("2xx"...); methods not listed under OTHER.
+export const REQ_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'OTHER'] as const
+export const REQ_CODES = [
+  '100', '101', '1xx',
+  '200', '201', '202', '204', '206', '2xx',
+  '301', '302', '304', '307', '308', '3xx',
+  '400', '401', '403', '404', '405', '408', '409', '413', '429', '499', '4xx',
+  '500', '502', '503', '504', '5xx',
+  'other',
+] as const
+export const REQ_ROW = REQ_METHODS.length * REQ_CODES.length // index: method * REQ_CODES.length + code
+
+// Time blocks: request-duration histogram (non-cumulative bucket counts, the
+// last bucket is +Inf; cumulated at scrape), the sum of durations in seconds,
+// and bytes in and out, for each entry point and router.
+export const TIME_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
+export const T_SUM = TIME_BUCKETS_S.length + 1 // after the +Inf bucket
+export const T_BYTES_IN = T_SUM + 1
+export const T_BYTES_OUT = T_SUM + 2
+export const TIME_BLOCK = 16
+
+export const REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS // entry points first, then routers
+export const TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
+export const STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
 
 export interface Shm {
   readonly buffer: SharedArrayBuffer
@@ -109,6 +182,7 @@ export function createShm (workers: number): Shm {
   shm.i32[H_MAGIC] = MAGIC
   shm.i32[H_VERSION] = LAYOUT_VERSION
   shm.i32[H_WORKERS] = workers
+  shm.i32[H_LAST_RELOAD_OK] = 1
   return shm
 }
 

@@ -1,11 +1,14 @@
 // The client side of one request as the data plane sees it. core/worker/http.ts
 // implements it over uWS; nothing else touches uWS objects.
+import type { WebSocketUpgrade } from './ws-client.js'
 
 export interface ClientResponse {
   /** the client went away; nothing may be written any more */
   readonly aborted: boolean
   /** a response was started (head written or queued) */
   readonly started: boolean
+  /** set when the request asks for a WebSocket (core/worker/ws-proxy.ts); null for every other request */
+  readonly websocket: WebSocketUpgrade | null
   /** Called once when the client goes away before the response ended. */
   onAbort (cb: () => void): void
   /**

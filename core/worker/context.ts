@@ -30,6 +30,11 @@ export class Ctx {
   chunked = false
   /** tick when the request arrived */
   start = 0
+  /** performance.now() when the request arrived: the coarse tick is too coarse for latency histograms */
+  t0 = 0
+  /** index of the entry point in the config, and the matched router's stats slot (-1 = none): /metrics rows */
+  epSlot = -1
+  routeSlot = -1
   router = ''
   service = ''
   server = ''
@@ -42,6 +47,9 @@ export class Ctx {
   user = ''
   /** key the rate limiter counted this request under */
   rateKey = ''
+  /** two 32-bit hashes of rateKey (core/shm/rate-table.ts KeyHasher), valid when rateKey !== '': hashed once per request */
+  rateHashA = 0
+  rateHashB = 0
   /** set by a middleware that answers the request itself */
   reply: Reply | null = null
   /** extra headers for the upstream request, flat [name, value, ...] */

@@ -9,17 +9,19 @@ import type { Logger } from '../log.js'
 import { now } from '../clock.js'
 import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
 import type { Stripe } from '../shm/counters.js'
+import { recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
-import { allowList, parseCidr, type Cidr } from '../net/ip.js'
+import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
-import { PLUGINS } from '../../plugins/index.js'
+import { createMiddleware } from './middleware.js'
 import type { Slots } from '../protocol.js'
 import type { AccessLog } from './access-log.js'
 import { type Chain, EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
+import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
 import { renderStatus } from './status-page.js'
 
@@ -43,9 +45,12 @@ export interface ServiceRuntime {
 export interface RouteTarget {
   readonly service: ServiceRuntime | null
   readonly chain: Chain
+  /** the router's request-stats slot (/metrics) */
+  readonly routerSlot: number
 }
 
 const TEXT = ['content-type', 'text/plain'] as const
+const GEN_NO_TIMEOUT_MS = 24 * 3_600_000 // generation.request_timeout = "0": no time-out of its own
 const HEALTH_BODY = 'OK\n'
 
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
@@ -58,6 +63,7 @@ export class DataPlane {
   readonly log: Logger
   readonly accessLog: AccessLog
   readonly #routes = new Map<string, Array<CompiledRoute<RouteTarget>>>()
+  readonly #epIndex = new Map<string, number>()
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -75,36 +81,38 @@ export class DataPlane {
       }
     }
     const hooks = new Map<string, Hooks>()
-    for (const m of conf.middlewares) {
-      hooks.set(m.name, PLUGINS.get(m.type)!.create(m.conf, { log: log.child({ middleware: m.name }), shm, name: m.name }))
-    }
+    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, shm, log))
     const target = (r: RouterConf): RouteTarget => ({
       service: this.services.get(r.service) ?? null,
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),
+      routerSlot: slots.routers[r.name] ?? -1,
     })
     for (const ep of conf.entrypoints) this.#routes.set(ep.name, compileRoutes(conf.routers, ep.name, target))
+    conf.entrypoints.forEach((ep, i) => this.#epIndex.set(ep.name, i))
   }
 
   #buildService (s: ServiceConf, slots: Slots, pools: PoolCache, used: Set<string>): ServiceRuntime {
     const t = this.conf.timeouts
+    // a non-streamed generation answers only when done: wait for it as long as the endpoint itself would
+    const genMs = this.conf.generation.requestTimeoutMs === 0 ? GEN_NO_TIMEOUT_MS : this.conf.generation.requestTimeoutMs
+    const serverTimeoutMs = s.kind === 'generate' ? Math.max(t.serverMs, genMs) : t.serverMs
     const servers = s.servers.map((srv) => {
       const key = `${s.name}/${srv.name}@${srv.address}#${s.keepalive}`
       let pool = pools.get(key)
       if (pool === undefined) {
-        pool = new ServerPool(srv, { maxIdle: s.keepalive, connectTimeoutMs: t.connectMs, serverTimeoutMs: t.serverMs, keepAliveMs: t.keepAliveMs })
+        pool = new ServerPool(srv, { maxIdle: s.keepalive, connectTimeoutMs: t.connectMs, serverTimeoutMs, keepAliveMs: t.keepAliveMs })
         pools.set(key, pool)
       }
       used.add(key)
       return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool }
     })
     const slot = slots.services[s.name]!
-    const cidrs = s.allow.map(parseCidr).filter((c): c is Cidr => c !== null)
     return {
       conf: s,
       slot,
       servers,
       balancer: createBalancer(s.balance, this.shm.i32, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
-      allow: allowList(cidrs),
+      allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
       hostFallback: s.servers[0]?.address ?? 'localhost',
     }
   }
@@ -116,6 +124,8 @@ export class DataPlane {
   /** Entry for every request of every HTTP entry point. */
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.start = now()
+    ctx.t0 = performance.now()
+    ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
     if (ctx.path === '/health') {
       // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
@@ -128,7 +138,7 @@ export class DataPlane {
       return
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
-      this.#error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes }, true)
+      this.#error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
       return
     }
     const route = matchRoute(this.#routes.get(ctx.entrypoint)!, ctx)
@@ -137,6 +147,7 @@ export class DataPlane {
       return
     }
     ctx.router = route.router.name
+    ctx.routeSlot = route.target.routerSlot
     const chain = route.target.chain
     if (chain.onRequest !== null) {
       const v = runRequestHooks(chain, ctx, this.log)
@@ -172,9 +183,14 @@ export class DataPlane {
       else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.#error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
       else {
         ctx.status = 200
-        client.send(200, TEXT, renderStatus(this.shm), ctx.contentLength !== 0)
+        client.send(200, TEXT, renderStatus(this.shm))
         this.finish(ctx)
       }
+      return
+    }
+    if (client.websocket !== null) {
+      // a WebSocket upgrade, routed like any request; the tunnel outlives this generation
+      new WsTunnel(this, ctx, client, client.websocket, target, this.conf.entrypoints[ctx.epSlot]!.wsMaxMessage).start()
       return
     }
     new ProxyExchange(this, ctx, client, target).start()
@@ -183,15 +199,15 @@ export class DataPlane {
   #reply (ctx: Ctx, client: ClientResponse): void {
     const r = ctx.reply!
     ctx.status = r.status
-    client.send(r.status, r.headers, r.body, ctx.contentLength !== 0)
+    client.send(r.status, r.headers, r.body)
     this.finish(ctx)
   }
 
   #error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false, extra: string[] = []): void {
     const status = ERRORS[code].status
     ctx.status = status
-    // a request whose body we do not read cannot leave its connection reusable
-    client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close || ctx.contentLength !== 0)
+    // the rest of an unread request body is drained by uWS, so the connection stays usable
+    client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
     this.finish(ctx)
   }
 
@@ -202,6 +218,7 @@ export class DataPlane {
     s.add(G_BYTES_IN, ctx.bytesIn)
     s.add(G_BYTES_OUT, ctx.bytesOut)
     s.add(G_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
+    recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, performance.now() - ctx.t0, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
     if (this.accessLog.enabled) this.accessLog.write(ctx, now() - ctx.start)
   }
 }

@@ -2,15 +2,19 @@
 // synchronously (uWS request objects live only during the callback), attaches
 // onAborted at once, corks every write made outside the request callback, and
 // streams bodies with tryEnd/onWritable (known length) or write (chunked) with
-// backpressure reported to the caller.
+// backpressure reported to the caller. It also starts the TLS apps (SSLApp,
+// SNI) and hands WebSocket upgrades and events to the data plane through the
+// interfaces of ws-client.ts.
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { STATUS_CODES } from 'node:http'
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js'
+import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
+import type { TlsConf } from '../config/tls.js'
 import { lbError } from '../errors.js'
 import { canonicalIp } from '../net/ip.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
+import type { WebSocketUpgrade, WsSession } from './ws-client.js'
 
 type Uws = typeof import('uWebSockets.js')
 
@@ -55,12 +59,17 @@ function writeHead (res: HttpResponse, status: number, reason: string, headers: 
   for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
 }
 
-class UwsClient implements ClientResponse {
+class UwsClient implements ClientResponse, WebSocketUpgrade {
   readonly #res: HttpResponse
   aborted = false
   started = false
+  readonly websocket: WebSocketUpgrade | null
+  /** the WebSocket route's context, needed by res.upgrade; null for plain requests */
+  readonly #wsContext: us_socket_context_t | null
   #ended = false
   #abortCb: (() => void) | null = null
+  /** request body reading is paused (upstream backpressure); resumed before the response ends so uWS can drain the rest */
+  #bodyPaused = false
   #bodyCb: ((chunk: Buffer, last: boolean) => void) | null = null
   #early: Array<{ chunk: Buffer, last: boolean }> | null = null
   #drainCb: (() => void) | null = null
@@ -72,9 +81,11 @@ class UwsClient implements ClientResponse {
 
   readonly #headRequest: boolean
 
-  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean) {
+  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, wsContext: us_socket_context_t | null = null) {
     this.#res = res
     this.#headRequest = headRequest
+    this.#wsContext = wsContext
+    this.websocket = wsContext === null ? null : this
     res.onAborted(() => {
       this.aborted = true
       const cb = this.#abortCb
@@ -103,8 +114,17 @@ class UwsClient implements ClientResponse {
     if (early !== null) for (const e of early) cb(e.chunk, e.last)
   }
 
-  pauseBody (): void { if (!this.aborted) this.#res.pause() }
-  resumeBody (): void { if (!this.aborted) this.#res.resume() }
+  pauseBody (): void {
+    if (this.aborted || this.#ended) return
+    this.#bodyPaused = true
+    this.#res.pause()
+  }
+
+  resumeBody (): void {
+    if (this.aborted || this.#ended || !this.#bodyPaused) return
+    this.#bodyPaused = false
+    this.#res.resume()
+  }
 
   head (status: number, reason: string, headers: readonly string[], contentLength: number, headRequest: boolean): void {
     this.started = true
@@ -187,6 +207,7 @@ class UwsClient implements ClientResponse {
       // tryEnd completes the response by itself once the last pending byte is taken
       return
     }
+    this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
       const res = this.#res
@@ -207,6 +228,7 @@ class UwsClient implements ClientResponse {
   send (status: number, headers: readonly string[], body: string, close = false): void {
     if (this.aborted || this.#ended) return
     this.started = true
+    this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
       writeHead(this.#res, status, '', headers)
@@ -220,7 +242,25 @@ class UwsClient implements ClientResponse {
     this.#ended = true
     this.#res.close()
   }
+
+  accept (session: WsSession, key: string, protocol: string, headers: readonly string[]): boolean {
+    if (this.aborted || this.#ended || this.#wsContext === null) return false
+    this.started = true
+    this.#ended = true // the HttpResponse is gone once upgraded
+    const ctx = this.#wsContext
+    this.#res.cork(() => {
+      const res = this.#res
+      // custom headers on a 101 need the status written first (uWS docs)
+      res.writeStatus('101 Switching Protocols')
+      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
+      // no extensions: permessage-deflate is never negotiated, so frames relay without recompression
+      res.upgrade<WsUserData>({ session }, key, protocol, '', ctx)
+    })
+    return true
+  }
 }
+
+interface WsUserData { readonly session: WsSession }
 
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
@@ -242,48 +282,106 @@ export interface Listener {
   close (): void
 }
 
+export interface ListenOptions {
+  /** https: an SSLApp with these files (its `ca` is not given to uWS, see listeners.ts); null = plain */
+  readonly tls: TlsConf | null
+  /** listen on this unix socket instead of host:port (the internal hop behind the mTLS terminator) */
+  readonly unixPath: string
+  /** the peer is lb's own TLS terminator: the client address comes from the PROXY v2 header it sends */
+  readonly proxied: boolean
+  /** largest WebSocket message a client may send; 0 = no WebSocket route */
+  readonly wsMaxMessage: number
+}
+
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0 })
+
+/** Copies what the data plane needs of a uWS request (valid only during this callback) into a new Ctx. */
+function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, proto: 'http' | 'https', proxied: boolean): Ctx {
+  const ctx = new Ctx()
+  ctx.method = req.getMethod().toUpperCase()
+  ctx.path = req.getUrl()
+  ctx.query = req.getQuery() ?? ''
+  ctx.entrypoint = entrypoint
+  ctx.proto = proto
+  const headers = ctx.headers
+  req.forEach((k, v) => {
+    headers.push(k, v)
+    if (k === 'content-length') {
+      ctx.contentLength = /^\d+$/.test(v) ? Number(v) : -2
+    } else if (k === 'transfer-encoding') {
+      ctx.chunked = true
+      ctx.contentLength = -1
+    } else if (k === 'host') {
+      const colon = v.lastIndexOf(':')
+      ctx.host = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
+    }
+  })
+  ctx.remoteAddress = canonicalIp(decoder.decode(proxied ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText()))
+  return ctx
+}
+
+/** The body is read when one is announced (a valid positive Content-Length, or Transfer-Encoding). */
+function expectsBody (ctx: Ctx): boolean {
+  return ctx.chunked || ctx.contentLength > 0
+}
+
+/** uSockets options for one certificate: it sets the TLS 1.2 minimum itself (TLS 1.0/1.1 handshakes fail). */
+function sslOptions (cert: string, key: string, ciphers: string): AppOptions {
+  return { cert_file_name: cert, key_file_name: key, ssl_ciphers: ciphers }
+}
+
 /**
  * Starts a uWS app for one entry point. Every request is copied into a Ctx and
- * handed to `handler`. Resolves once listening (SO_REUSEPORT: every worker
- * listens on the same address and the kernel spreads connections).
+ * handed to `handler`; so is every WebSocket upgrade request, with a client
+ * whose `websocket` is set. Resolves once listening (SO_REUSEPORT: every
+ * worker listens on the same address and the kernel spreads connections).
+ * An https app whose files cannot be used throws (uWS: "App construction
+ * failed"); callers check the files first (core/config/tls.ts) for a precise message.
  */
 export function listenHttp (uws: Uws, host: string, port: number, entrypoint: string, proto: 'http' | 'https',
-  handler: RequestHandler): Promise<Listener | null> {
-  const app = uws.App() as ClosableApp
+  handler: RequestHandler, opts: ListenOptions = PLAIN): Promise<Listener | null> {
+  const tls = opts.tls
+  const app = (tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))) as ClosableApp
+  if (tls !== null) {
+    // per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default
+    for (const s of tls.sni) for (const h of s.hosts) app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
+  }
   apps.push(app)
+  const proxied = opts.proxied
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const ctx = new Ctx()
-    ctx.method = req.getMethod().toUpperCase()
-    ctx.path = req.getUrl()
-    ctx.query = req.getQuery() ?? ''
-    ctx.entrypoint = entrypoint
-    ctx.proto = proto
-    const headers = ctx.headers
-    let expectBody = false
-    req.forEach((k, v) => {
-      headers.push(k, v)
-      if (k === 'content-length') {
-        ctx.contentLength = /^\d+$/.test(v) ? Number(v) : -2
-        if (ctx.contentLength > 0) expectBody = true
-      } else if (k === 'transfer-encoding') {
-        ctx.chunked = true
-        ctx.contentLength = -1
-        expectBody = true
-      } else if (k === 'host') {
-        const colon = v.lastIndexOf(':')
-        ctx.host = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
-      }
-    })
-    ctx.remoteAddress = canonicalIp(decoder.decode(res.getRemoteAddressAsText()))
-    handler(ctx, new UwsClient(res, expectBody, ctx.method === 'HEAD'))
+    const ctx = readRequest(req, res, entrypoint, proto, proxied)
+    handler(ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD'))
   })
+  if (opts.wsMaxMessage > 0) {
+    app.ws<WsUserData>('/*', {
+      compression: uws.DISABLED,
+      maxPayloadLength: opts.wsMaxMessage, // a bigger client message: uWS closes the connection at once (no close frame)
+      maxBackpressure: 0, // 0 = never drop a send: ws-proxy.ts pauses the server's socket instead
+      idleTimeout: 0, // ws-proxy.ts runs the idle time-out (any duration, graceful 1001; uWS's: >= 8 s, abrupt)
+      sendPingsAutomatically: false, // automatic pings would keep an idle session open for ever
+      upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+        const ctx = readRequest(req, res, entrypoint, proto, proxied)
+        // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
+        const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
+        handler(ctx, new UwsClient(res, expectsBody(ctx), false, ws))
+      },
+      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws),
+      message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
+      drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
+      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => ws.getUserData().session.onClose(code, reason),
+      ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
+      pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
+    })
+  }
   return new Promise((resolve) => {
-    app.listen(host, port, (token: us_listen_socket | false) => {
+    const done = (token: us_listen_socket | false): void => {
       if (token === false) {
         resolve(null)
         return
       }
       resolve({ close: () => uws.us_listen_socket_close(token) })
-    })
+    }
+    if (opts.unixPath !== '') app.listen_unix(done, opts.unixPath)
+    else app.listen(host, port, done)
   })
 }

@@ -1,7 +1,7 @@
 // Data-plane worker entry: attaches shared memory, builds the data plane from
-// the config snapshot, listens on every HTTP entry point (SO_REUSEPORT, so all
-// workers share the addresses) and swaps generations when the control plane
-// sends a new config.
+// the config snapshot, listens on its entry points (listeners.ts: uWS apps on
+// shared addresses in every worker; tcp and mTLS listeners in worker 0) and
+// swaps generations when the control plane sends a new config.
 import { parentPort, workerData } from 'node:worker_threads'
 import { startClock } from '../clock.js'
 import { createLogger } from '../log.js'
@@ -11,13 +11,23 @@ import { attachShm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Stripe } from '../shm/counters.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane, type PoolCache } from './dataplane.js'
-import { type Listener, listenHttp, loadUws } from './http.js'
+import { loadPluginModules } from '../../plugins/index.js'
+import { closeAllApps, loadUws } from './http.js'
+import { EntryPoints } from './listeners.js'
 
 const data = workerData as WorkerData
 const port = parentPort!
 const post = (m: FromWorker): void => port.postMessage(m)
 
 const DRAIN_POLL_MS = 50
+
+// However this thread ends, close uWS first (see closeAllApps); an uncaught
+// error ends the thread cleanly and the supervisor starts a fresh one.
+process.on('exit', closeAllApps)
+process.on('uncaughtException', (err) => {
+  post({ type: 'fatal', index: data.index, message: err.stack ?? err.message })
+  process.exit(70)
+})
 
 async function main (): Promise<void> {
   const uws = loadUws()
@@ -27,44 +37,43 @@ async function main (): Promise<void> {
   const log = createLogger(data.config.global.logLevel, { worker: data.index })
   const accessLog = new AccessLog(data.config.global.accessLog)
   const pools: PoolCache = new Map()
+  // third-party plugin modules the config names are imported before a generation is built from it
+  await loadPluginModules(data.config.middlewares.map((m) => m.type), data.config.baseDir)
   let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools)
+  let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
 
-  let listeners: Listener[] = []
-  const listen = async (): Promise<void> => {
-    for (const ep of data.config.entrypoints) {
-      const l = await listenHttp(uws, ep.host, ep.port, ep.name, 'http', handler)
-      if (l === null) throw new Error(`cannot listen on ${ep.host}:${ep.port} (entry point ${ep.name})`)
-      listeners.push(l)
-    }
-  }
-  const unlisten = (): void => {
-    for (const l of listeners) l.close()
-    listeners = []
-  }
-  await listen()
+  // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
+  const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
+  await entrypoints.start()
 
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
       case 'config':
-        try {
-          dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools)
-          generation = msg.generation
-          post({ type: 'applied', index: data.index, generation })
-        } catch (err) {
-          post({ type: 'rejected', index: data.index, generation: msg.generation, message: (err as Error).message })
-        }
+        // generations apply in arrival order; importing plugin modules a generation names is the only wait
+        applying = applying
+          .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir))
+          .then(() => {
+            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools)
+            generation = msg.generation
+            post({ type: 'applied', index: data.index, generation })
+            // every generation (SIGHUP included) re-reads the TLS files; changed certificates are served from now on
+            void entrypoints.refreshTls()
+          })
+          .catch((err: unknown) => {
+            post({ type: 'rejected', index: data.index, generation: msg.generation, message: (err as Error).message })
+          })
         break
       case 'accept':
-        if (!msg.on) unlisten()
-        else if (listeners.length === 0) listen().catch((err: Error) => log.error('cannot listen again', { error: err.message }))
+        if (!msg.on) entrypoints.unlisten()
+        else if (!entrypoints.listening) entrypoints.listen().catch((err: Error) => log.error('cannot listen again', { error: err.message }))
         break
       case 'drain': {
-        unlisten()
+        entrypoints.unlisten()
         const writing = stripeBase(data.index) + G_WRITING
         const poll = setInterval(() => {
-          if (shm.f64[writing]! > 0) return
+          if (shm.f64[writing]! > 0 || entrypoints.busy()) return
           clearInterval(poll)
           accessLog.close()
           process.exit(0)

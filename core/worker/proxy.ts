@@ -8,6 +8,7 @@ import { now } from '../clock.js'
 import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_READING } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
+import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
 import { runResponseHooks } from './chain.js'
 import type { ClientResponse } from './client.js'
@@ -39,6 +40,10 @@ export class ProxyExchange implements Exchange {
   #responded = false
   #finished = false
   #reading: boolean
+  /** response body transform set by an onResponse hook (compress), or null */
+  #transform: Transform | null = null
+  /** a 'drain' listener on the transform is already waiting to resume the upstream */
+  #transformWaiting = false
   requestComplete = false
 
   constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
@@ -90,11 +95,13 @@ export class ProxyExchange implements Exchange {
       '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
   }
 
-  #connect (exclude: number): void {
+  /** `failed`: the error of the attempt being retried, reported if no other server is left. */
+  #connect (exclude: number, failed: ErrorCode | null = null): void {
     const svc = this.#svc
     const idx = svc.balancer.pick(now(), this.#dp.clientHash(this.#ctx, svc), exclude)
     if (idx < 0) {
-      this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      if (failed !== null) this.#fail(failed, {})
+      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
       return
     }
     const server = svc.servers[idx]!
@@ -127,7 +134,7 @@ export class ProxyExchange implements Exchange {
   #requestSent (conn: UpstreamConnection): void {
     if (this.#ctx.chunked) conn.write(LAST_CHUNK)
     this.requestComplete = true
-    conn.deadline = now() + this.#dp.conf.timeouts.serverMs
+    conn.deadline = now() + conn.pool.serverTimeoutMs
   }
 
   #onClientBody (chunk: Buffer, last: boolean): void {
@@ -138,7 +145,7 @@ export class ProxyExchange implements Exchange {
     if (this.#bodyBytes > this.#dp.conf.limits.maxBodyBytes) {
       // a chunked body grew past the limit (a declared length was checked before)
       if (this.#conn !== null) this.#conn.destroy()
-      this.#fail('LB_ERR_BODY_TOO_LARGE', { limit: this.#dp.conf.limits.maxBodyBytes }, true)
+      this.#fail('LB_ERR_BODY_TOO_LARGE', { limit: this.#dp.conf.limits.maxBodyBytes })
       return
     }
     if (last) {
@@ -174,26 +181,91 @@ export class ProxyExchange implements Exchange {
     ctx.status = status
     const chain = this.#target.chain
     if (chain.onResponse !== null || ctx.responseHeaders !== null) {
-      const head: ResponseHead = { status, headers }
+      const noBody = ctx.method === 'HEAD' || status === 204 || status === 304
+      const head: ResponseHead = { status, headers, transform: null, noBody, contentLength }
       if (ctx.responseHeaders !== null) headers.push(...ctx.responseHeaders)
       if (chain.onResponse !== null) runResponseHooks(chain, ctx, head, this.#dp.log)
       ctx.status = head.status
+      if (head.transform !== null) {
+        if (noBody) head.transform.destroy()
+        else {
+          // the transformed length is unknown: the client side streams it chunked
+          this.#startTransform(head.transform)
+          contentLength = -1
+        }
+      }
     }
     const slot = this.#server!.slot
     this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
     this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength, ctx.method === 'HEAD')
   }
 
+  /**
+   * Streams the response body through a transform: upstream bytes are written
+   * into it, its output goes to the client. Backpressure both ways: a full
+   * transform input pauses the upstream socket (onBody returns false) until
+   * 'drain'; a client that cannot take more pauses the transform's output
+   * until it drains. The client's response ends when the transform's output does.
+   */
+  #startTransform (tf: Transform): void {
+    this.#transform = tf
+    const client = this.#client
+    tf.on('data', (chunk: Buffer) => {
+      if (client.body(chunk, 0, chunk.length)) return
+      tf.pause() // the client kept the chunk; nothing more until it drains
+      client.onDrain(() => tf.resume())
+    })
+    tf.once('end', () => {
+      client.end()
+      this.#finish()
+    })
+    tf.once('error', (err: Error) => {
+      if (this.#finished) return
+      this.#dp.log.error('response body transform failed', { router: this.#ctx.router, path: this.#ctx.path, error: err.message })
+      const conn = this.#conn
+      if (conn !== null && conn.exchange === this) conn.destroy()
+      client.destroy() // the head is out: cutting the connection is the only honest signal left
+      this.#finish()
+    })
+  }
+
   onBody (buf: Buffer, start: number, end: number): boolean {
     this.#ctx.bytesOut += end - start
+    const tf = this.#transform
+    if (tf !== null) {
+      // copy: buf is a view into the connection's reused read buffer
+      if (tf.write(Buffer.from(buf.subarray(start, end)))) return true
+      if (!this.#transformWaiting) {
+        this.#transformWaiting = true
+        const conn = this.#conn!
+        tf.once('drain', () => {
+          this.#transformWaiting = false
+          if (conn.exchange === this) conn.resume()
+        })
+      }
+      return false
+    }
     if (this.#client.body(buf, start, end)) return true
-    // client backpressure: the client side kept the bytes; stop reading upstream until it drains
+    // client backpressure: the client side kept the bytes; stop reading upstream until it drains.
+    // While paused the wait is the client's, so it runs on the client time-out, not the server's.
     const conn = this.#conn!
-    this.#client.onDrain(() => conn.resume())
+    const t = this.#dp.conf.timeouts
+    conn.deadline = now() + t.clientMs
+    this.#client.onDrain(() => {
+      conn.deadline = now() + conn.pool.serverTimeoutMs
+      conn.resume()
+    })
     return false
   }
 
   onEnd (): void {
+    const tf = this.#transform
+    if (tf !== null) {
+      // the upstream part is over (its connection goes back to the pool); the client's end follows the transform's
+      this.#release()
+      tf.end()
+      return
+    }
     this.#client.end()
     this.#finish()
   }
@@ -211,18 +283,19 @@ export class ProxyExchange implements Exchange {
       return
     }
     dp.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
+    const reported: ErrorCode = connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code
     const staleKeepAlive = !connectPhase && conn.uses > 1 && conn.parser.bytes === 0 && code === 'LB_ERR_UPSTREAM_RESET'
     if (!staleKeepAlive) recordFailure(dp.shm.i32, server.slot, this.#svc.slot, t, server.conf.maxFails, server.conf.failTimeoutMs)
     this.#release()
     const replayable = IDEMPOTENT.has(this.#ctx.method) && !this.#responded && (this.#ctx.contentLength === 0 || (connectPhase && this.#queued !== null && this.#bodyDone))
     if (replayable && staleKeepAlive && this.#attempts <= this.#svc.conf.retries + 1) {
       // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a fresh one
-      this.#reconnect(-1)
+      this.#reconnect(-1, reported)
       return
     }
     if (replayable && connectPhase && this.#attempts <= this.#svc.conf.retries) {
       dp.stripe.addServer(server.slot, C_RETRIES)
-      this.#reconnect(this.#serverIdx)
+      this.#reconnect(this.#serverIdx, reported)
       return
     }
     if (this.#responded) {
@@ -230,12 +303,12 @@ export class ProxyExchange implements Exchange {
       this.#finish()
       return
     }
-    this.#fail(connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code, {})
+    this.#fail(reported, {})
   }
 
-  #reconnect (exclude: number): void {
+  #reconnect (exclude: number, failed: ErrorCode): void {
     if (this.#ctx.contentLength === 0) this.#queued = null
-    this.#connect(exclude)
+    this.#connect(exclude, failed)
   }
 
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
@@ -258,16 +331,22 @@ export class ProxyExchange implements Exchange {
     this.#finish()
   }
 
+  /**
+   * Answers with an error. The connection stays open unless `close`: uWS reads
+   * and discards the rest of a request body itself, and closing while the
+   * client is still sending would reset the connection before it reads the answer.
+   */
   #fail (code: ErrorCode, params: Record<string, string | number>, close = false, status: number = ERRORS[code].status): void {
     const ctx = this.#ctx
     ctx.status = status
-    this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close || !this.#bodyDone)
+    this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close)
     this.#finish()
   }
 
   #finish (): void {
     if (this.#finished) return
     this.#finished = true
+    if (this.#transform !== null) this.#transform.destroy() // no-op after its end; frees zlib memory on an abort
     this.#endReading()
     this.#release()
     this.#dp.finish(this.#ctx)

@@ -30,13 +30,16 @@ test('least connections counts requests in flight on ALL workers', async (t) => 
   const lb = await startLb(simpleConfig([slow.address, fast.address], 'balance = "leastconn"'))
   t.after(() => lb.stop())
   // the first request that lands on `slow` stays in flight; from then on every
-  // request, whichever worker takes it, must see it and pick `fast`
+  // request, whichever worker takes it, must see it and pick `fast`. Each
+  // request starts once the previous one has landed (answered, or held).
   const pending: Array<Promise<unknown>> = []
   for (let i = 0; i < 30; i++) {
-    pending.push(request(lb.url).catch(() => undefined))
-    await sleep(10)
+    const before = fast.requests.length + held.length
+    let settled = false
+    pending.push(request(lb.url).then(() => { settled = true }, () => { settled = true }))
+    for (let k = 0; k < 500 && !settled && fast.requests.length + held.length === before; k++) await sleep(5)
   }
-  await sleep(200)
+  await sleep(100)
   assert.equal(held.length, 1, `slow got ${held.length} requests`)
   for (const r of held) r.end('slow\n')
   await Promise.all(pending)

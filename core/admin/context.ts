@@ -1,0 +1,24 @@
+// What the management surfaces see of the running balancer (core/main.ts
+// Running plus a few facts of their own). They read the applied config and
+// shared memory; they change things only through apply() (config) or the shm
+// server words (runtime socket), never by messaging workers themselves.
+import type { Config } from '../config/load.js'
+import type { SlotRegistry } from '../control/slots.js'
+import type { Logger } from '../log.js'
+import type { Shm } from '../shm/layout.js'
+import type { ConfigStore } from './config-store.js'
+
+export interface AdminContext {
+  readonly configPath: string
+  readonly config: () => Config
+  readonly generation: () => number
+  readonly shm: Shm
+  readonly slots: SlotRegistry
+  readonly log: Logger
+  readonly apply: (next: Config) => Promise<string[]>
+  /** process start, ms since the epoch */
+  readonly startedAt: number
+  readonly store: ConfigStore
+}
+
+export const VERSION = '0.1.0'

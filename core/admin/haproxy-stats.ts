@@ -1,0 +1,246 @@
+// HAProxy's text formats for the runtime socket: `show info` (Name: value
+// lines in HAProxy's field order, fields without a value skipped), `show stat`
+// (the 119-column CSV with its "# " header, the "-," delimiter after the static
+// columns and a trailing comma on every line, so tools that read HAProxy's
+// stats socket parse it unchanged), `show servers state` and `show sess`.
+import { readFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
+import type { ServiceConf } from '../config/dynamic.js'
+import {
+  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
+  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, H_CONN_ACTIVE, S_CHECK, S_STREAK, CHECK_UP, T_BYTES_IN, T_BYTES_OUT, serverBase,
+} from '../shm/layout.js'
+import { sumGlobal, sumServer } from '../shm/counters.js'
+import { epRow, sumTimeBlock } from '../shm/request-stats.js'
+import type { AdminContext } from './context.js'
+import { VERSION } from './context.js'
+import { serverView } from './server-view.js'
+
+export const STAT_COLUMNS = ('pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,' +
+  'act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,' +
+  'check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,' +
+  'cli_abrt,srv_abrt,comp_in,comp_out,comp_byp,comp_rsp,lastsess,last_chk,last_agt,qtime,ctime,rtime,ttime,agent_status,' +
+  'agent_code,agent_duration,check_desc,agent_desc,check_rise,check_fall,check_health,agent_rise,agent_fall,agent_health,addr,' +
+  'cookie,mode,algo,conn_rate,conn_rate_max,conn_tot,intercepted,dcon,dses,wrew,connect,reuse,cache_lookups,cache_hits,' +
+  'srv_icur,src_ilim,qtime_max,ctime_max,rtime_max,ttime_max,eint,idle_conn_cur,safe_conn_cur,used_conn_cur,need_conn_est,' +
+  'uweight,agg_server_status,agg_server_status_check,agg_check_status,srid,sess_other,h1_sess,h2_sess,h3_sess,req_other,' +
+  'h1req,h2req,h3req,proto,priv_idle_cur,reqbin,reqbout,resbin,resbout,cache_hint_hits').split(',')
+
+const COL = new Map(STAT_COLUMNS.map((c, i) => [c, i]))
+
+type Row = Record<string, string | number>
+
+function csvField (v: string | number | undefined): string {
+  if (v === undefined) return ''
+  const s = String(v)
+  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+}
+
+function csvLine (row: Row): string {
+  const cells = new Array<string>(STAT_COLUMNS.length).fill('')
+  for (const [k, v] of Object.entries(row)) cells[COL.get(k)!] = csvField(v)
+  return cells.join(',') + ',-,'
+}
+
+export const STAT_HEADER = `# ${STAT_COLUMNS.join(',')},-,`
+
+const CHECK_DESC: Record<string, string> = {
+  UNK: 'unknown', INI: 'initializing', L4OK: 'Layer4 check passed', L4CON: 'Layer4 connection problem', L4TOUT: 'Layer4 timeout',
+  L7OK: 'Layer7 check passed', L7STS: 'Layer7 wrong status', L7TOUT: 'Layer7 timeout', L7RSP: 'Layer7 invalid response',
+}
+
+const TYPE_FE = 1
+const TYPE_BE = 2
+const TYPE_SV = 4
+
+export interface StatFilter {
+  /** proxy name or iid; null = all */
+  readonly proxy: string | null
+  /** bitmask of 1 frontend, 2 backend, 4 server; -1 = all */
+  readonly types: number
+  /** server id; -1 = all */
+  readonly sid: number
+  /** `up`: only servers UP; `no-maint`: hide servers in maintenance */
+  readonly up: boolean
+  readonly noMaint: boolean
+}
+
+export const ALL_STATS: StatFilter = { proxy: null, types: -1, sid: -1, up: false, noMaint: false }
+
+/** `show stat` body lines (header first), as HAProxy writes them. */
+export function showStat (ctx: AdminContext, f: StatFilter): string[] {
+  const config = ctx.config()
+  const shm = ctx.shm
+  const lines = [STAT_HEADER]
+  const want = (name: string, iid: number, type: number): boolean =>
+    (f.proxy === null || f.proxy === name || f.proxy === String(iid)) && (f.types === -1 || (f.types & type) !== 0)
+  // entry points are frontends; iids: entry points first, then services, from 1 in config order
+  config.entrypoints.forEach((ep, i) => {
+    const iid = i + 1
+    if (!want(ep.name, iid, TYPE_FE)) return
+    const row = sumTimeBlock(shm, epRow(i))
+    lines.push(csvLine({
+      pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
+      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      req_tot: epRequests(ctx, i), mode: 'http', proto: 'http',
+      ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),
+    }))
+  })
+  config.services.forEach((svc, si) => {
+    if (svc.kind !== 'proxy') return
+    const iid = config.entrypoints.length + si + 1
+    if (f.proxy !== null && f.proxy !== svc.name && f.proxy !== String(iid)) return
+    let act = 0
+    let totals = { weight: 0, inflight: 0, lbtot: 0, bin: 0, bout: 0, econ: 0, eresp: 0, wretr: 0, h: [0, 0, 0, 0, 0] }
+    svc.servers.forEach((srv, k) => {
+      const v = serverView(ctx, svc, srv)
+      const slot = v.slot
+      const sum = (id: number): number => (slot < 0 ? 0 : sumServer(shm, slot, id))
+      const h = [0, 1, 2, 3, 4].map((x) => sum(C_RESP_1XX + x))
+      const usable = v.healthy && v.admin === 'ready' && v.weight > 0
+      if (usable) { act++; totals.weight += v.weight }
+      totals = { ...totals, inflight: totals.inflight + v.inflight, lbtot: totals.lbtot + sum(C_SELECTED), bin: totals.bin + sum(C_BYTES_IN), bout: totals.bout + sum(C_BYTES_OUT), econ: totals.econ + sum(C_CONN_ERR), eresp: totals.eresp + sum(C_RESP_ERR), wretr: totals.wretr + sum(C_RETRIES), h: totals.h.map((x, j) => x + h[j]!) }
+      if (!want(svc.name, iid, TYPE_SV) || (f.sid !== -1 && f.sid !== k + 1)) return
+      if (f.up && v.status !== 'UP' && v.status !== 'no check') return
+      if (f.noMaint && v.admin === 'maint') return
+      const hc = svc.healthCheck
+      const health = v.healthy ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
+      lines.push(csvLine({
+        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: '', slim: '', stot: sum(C_SELECTED), bin: sum(C_BYTES_IN), bout: sum(C_BYTES_OUT),
+        dresp: 0, econ: sum(C_CONN_ERR), eresp: sum(C_RESP_ERR), wretr: sum(C_RETRIES), wredis: 0, status: v.status, weight: v.weight,
+        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, chkdown: v.downCount } : {}), lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: sum(C_SELECTED),
+        type: 2, ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
+        hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: 0,
+        addr: srv.path !== '' ? `unix:${srv.path}` : `${srv.host}:${srv.port}`, mode: 'http', uweight: v.weight, srid: k + 1,
+      }))
+    })
+    if (!want(svc.name, iid, TYPE_BE)) return
+    lines.push(csvLine({
+      pxname: svc.name, svname: 'BACKEND', qcur: 0, qmax: 0, scur: totals.inflight, stot: totals.lbtot, bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
+      econ: totals.econ, eresp: totals.eresp, wretr: totals.wretr, wredis: 0, status: act > 0 ? 'UP' : 'DOWN', weight: totals.weight, act, bck: 0,
+      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
+      hrsp_5xx: totals.h[4]!, hrsp_other: 0, req_tot: totals.lbtot, mode: 'http', algo: svc.balance, uweight: totals.weight,
+    }))
+  })
+  return lines
+}
+
+function epRequests (ctx: AdminContext, i: number): number {
+  let n = 0
+  const b = sumTimeBlock(ctx.shm, epRow(i))
+  for (let k = 0; k < 12; k++) n += b[k]!
+  return n
+}
+
+function classTotals (ctx: AdminContext): Row {
+  const g = (id: number): number => sumGlobal(ctx.shm, id)
+  return { hrsp_1xx: g(G_RESP_1XX), hrsp_2xx: g(G_RESP_1XX + 1), hrsp_3xx: g(G_RESP_1XX + 2), hrsp_4xx: g(G_RESP_1XX + 3), hrsp_5xx: g(G_RESP_1XX + 4), hrsp_other: g(G_RESP_OTHER) }
+}
+
+function uptime (sec: number): string {
+  const d = Math.floor(sec / 86400)
+  const h = Math.floor((sec % 86400) / 3600)
+  const m = Math.floor((sec % 3600) / 60)
+  const s = sec % 60
+  return `${d}d ${h}h${String(m).padStart(2, '0')}m${String(s).padStart(2, '0')}s`
+}
+
+/** `show info` lines, HAProxy's key order; fields we have no value for are skipped, as HAProxy does. */
+export function showInfo (ctx: AdminContext): string[] {
+  const c = ctx.config()
+  const shm = ctx.shm
+  const up = Math.floor((Date.now() - ctx.startedAt) / 1000)
+  const mem = process.memoryUsage()
+  const conns = Atomics.load(shm.i32, H_CONN_ACTIVE)
+  const fields: Array<[string, string | number]> = [
+    ['Name', 'lb'], ['Version', VERSION], ['Release_date', ''], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
+    ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
+    ['Memmax_MB', 0], ['Memmax_bytes', 0], ['PoolAlloc_MB', Math.round(mem.rss / 1048576)], ['PoolAlloc_bytes', mem.rss],
+    ['PoolUsed_MB', Math.round(mem.heapUsed / 1048576)], ['PoolUsed_bytes', mem.heapUsed], ['PoolFailed', 0],
+    ['Maxconn', c.global.maxConnections], ['Hard_maxconn', c.global.maxConnections], ['CurrConns', conns],
+    ['CumConns', sumGlobal(shm, G_ACCEPTS)], ['CumReq', sumGlobal(shm, G_REQUESTS)], ['Tasks', 0], ['Run_queue', 0],
+    ['node', hostname()], ['Stopping', 0], ['Jobs', conns], ['Listeners', c.entrypoints.length],
+    ['TotalBytesOut', sumGlobal(shm, G_BYTES_OUT)], ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)],
+    ['CurrStreams', conns], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
+  ]
+  return fields.filter(([, v]) => v !== '').map(([k, v]) => `${k}: ${v}`)
+}
+
+export const SERVERS_STATE_HEADER = '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ' +
+  'srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id ' +
+  'srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port'
+
+/** `show servers state [<backend>]`: "1", the header, one row per server. null when the backend does not exist. */
+export function showServersState (ctx: AdminContext, backend: string | null): string[] | null {
+  const config = ctx.config()
+  const services = config.services.map((s, i) => ({ s, id: config.entrypoints.length + i + 1 })).filter(({ s }) => s.kind === 'proxy')
+  const chosen = backend === null ? services : services.filter(({ s, id }) => s.name === backend || `#${id}` === backend)
+  if (backend !== null && chosen.length === 0) return null
+  const lines = ['1', SERVERS_STATE_HEADER]
+  for (const { s, id } of chosen) lines.push(...serverStateRows(ctx, s, id))
+  return lines
+}
+
+function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): string[] {
+  return svc.servers.map((srv, k) => {
+    const v = serverView(ctx, svc, srv)
+    const b = serverBase(Math.max(v.slot, 0))
+    // srv_admin_state bits: 0x01 forced maint, 0x04 config maint, 0x08 forced drain
+    const adminBits = v.admin === 'maint' ? (srv.maintenance ? 0x04 : 0x01) : v.admin === 'drain' ? 0x08 : 0
+    const opState = v.healthy ? (v.admin === 'drain' ? 3 : 2) : 0
+    const checkUp = Atomics.load(ctx.shm.i32, b + S_CHECK) === CHECK_UP
+    const hc = svc.healthCheck
+    const streak = Atomics.load(ctx.shm.i32, b + S_STREAK)
+    const health = checkUp ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, streak))
+    const result = !srv.check ? 0 : v.checkStatus === 'L7OK' ? 3 : v.checkStatus === 'UNK' ? 0 : 2
+    const checkState = srv.check ? 6 : 0 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
+    const addr = srv.path !== '' ? srv.path : srv.host
+    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, 1, result, health, checkState,
+      0, 0, 0, '-', srv.path !== '' ? 0 : srv.port, '-', 0, 0, '-', '-', 0].join(' ')
+  })
+}
+
+const ESTABLISHED = '01'
+
+function hexAddr (hex: string): string {
+  const [a, p] = hex.split(':') as [string, string]
+  const port = parseInt(p, 16)
+  if (a.length === 8) {
+    const n = parseInt(a, 16)
+    return `${n & 0xff}.${(n >>> 8) & 0xff}.${(n >>> 16) & 0xff}.${n >>> 24}:${port}`
+  }
+  const words = a.match(/.{8}/g)!.map((w) => Buffer.from(w, 'hex').reverse())
+  const b = Buffer.concat(words)
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}:${port}`
+  const groups: string[] = []
+  for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16))
+  return `[${groups.join(':')}]:${port}`
+}
+
+/**
+ * `show sess`: one line per client connection open on an entry point, from
+ * the kernel's socket table (uWS keeps no per-connection registry we could
+ * read across workers). The backend and server of a connection are not known
+ * here and print as HAProxy prints unset ones.
+ */
+export async function showSess (ctx: AdminContext): Promise<string[]> {
+  const eps = ctx.config().entrypoints
+  const ports = new Map(eps.map((e) => [e.port, e.name]))
+  const lines: string[] = []
+  for (const [file, proto] of [['/proc/net/tcp', 'tcpv4'], ['/proc/net/tcp6', 'tcpv6']] as const) {
+    let text: string
+    try { text = await readFile(file, 'latin1') } catch { continue }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/)
+      if (f.length < 10 || f[3] !== ESTABLISHED) continue
+      const local = f[1]!
+      const port = parseInt(local.split(':')[1]!, 16)
+      const fe = ports.get(port)
+      if (fe === undefined) continue
+      const src = hexAddr(f[2]!)
+      const p = src.startsWith('[') ? 'tcpv6' : proto === 'tcpv6' ? 'tcpv4' : proto
+      lines.push(`0x${Number(f[9]).toString(16)}: proto=${p} src=${src} fe=${fe} be=<NONE> srv=<none>`)
+    }
+  }
+  return lines
+}

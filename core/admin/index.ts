@@ -1,0 +1,80 @@
+// Starts the management surfaces the config enables, in the control plane:
+// the config API on [admin], the dashboard API, page and /metrics on
+// [dashboard], and the runtime socket. A surface that cannot start makes
+// start-up fail (a port in use must not go unnoticed).
+import type http from 'node:http'
+import type net from 'node:net'
+import { lbError } from '../errors.js'
+import { Authenticator } from './auth.js'
+import { configApi } from './config-api.js'
+import { ConfigStore } from './config-store.js'
+import type { AdminContext } from './context.js'
+import { dashboardApi } from './dashboard-api.js'
+import { dashboardPage } from './dashboard-page.js'
+import { closeListener, startListener, type Surface } from './http-server.js'
+import type { GenStats } from '../gen/stats.js'
+import { type Metrics, createMetrics } from './metrics.js'
+import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
+
+
+export interface Management {
+  readonly store: ConfigStore
+  /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
+  attachGen (stats: () => GenStats): void
+  close (): Promise<void>
+}
+
+export type Base = Omit<AdminContext, 'store'>
+
+export async function startManagement (base: Base): Promise<Management> {
+  const store = new ConfigStore(base.configPath, base.apply, base.log)
+  const ctx: AdminContext = { ...base, store }
+  const conf = ctx.config()
+  const closers: Array<() => Promise<void>> = []
+  let metrics: Metrics | null = null
+  const close = async (): Promise<void> => { await Promise.all(closers.splice(0).map((c) => c())) }
+  const listen = async (name: string, host: string, port: number, surfaces: Surface[], auth: Authenticator | null): Promise<void> => {
+    let server: http.Server
+    try {
+      server = await startListener({ name, host, port, surfaces, auth, log: ctx.log.child({ surface: name }) })
+    } catch (err) {
+      throw lbError('LB_ERR_ADMIN_LISTEN', { address: `${host}:${port}`, surface: name, reason: (err as Error).message })
+    }
+    closers.push(() => closeListener(server))
+    ctx.log.info('management listener started', { surface: name, address: `${host.includes(':') ? `[${host}]` : host}:${port}`, auth: auth !== null })
+  }
+  try {
+    const auth = new Authenticator(conf.admin)
+    if (conf.admin.enabled) await listen('admin', conf.admin.host, conf.admin.port, [configApi(ctx)], auth.required ? auth : null)
+    const d = conf.dashboard
+    const surfaces: Surface[] = []
+    if (d.api) surfaces.push(dashboardApi(ctx))
+    if (d.page) surfaces.push(dashboardPage())
+    if (d.metrics) {
+      metrics = createMetrics(ctx)
+      const registry = metrics.registry
+      surfaces.push({
+        name: 'metrics (Prometheus)',
+        routes: [{
+          method: 'GET', path: '/metrics', help: 'Prometheus metrics, all workers', mutates: false,
+          handler: async () => ({ status: 200, text: await registry.metrics(), contentType: registry.contentType }),
+        }],
+        notFound: () => ({ status: 404, text: '404 page not found\n' }),
+        methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
+        internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+      })
+    }
+    if (surfaces.length > 0) await listen('dashboard', d.host, d.port, surfaces, d.insecure ? null : auth)
+    const rs = conf.runtimeSocket
+    if (rs.enabled) {
+      const server: net.Server = await startRuntimeSocket(ctx, rs.path)
+      closers.push(() => closeRuntimeSocket(server, rs.path))
+      ctx.log.info('runtime socket started', { path: rs.path })
+    }
+  } catch (err) {
+    await close()
+    throw err
+  }
+  ctx.log.info('management started', { config_version: store.version })
+  return { store, close, attachGen: (stats) => metrics?.attachGen(stats) }
+}

@@ -1,0 +1,107 @@
+// Static configuration of the management surfaces: [admin] (config API),
+// [dashboard] (dashboard API, page and /metrics) and [runtime_socket]. All are
+// read at start-up only; changing them needs a restart.
+import { type Checker, join } from './check.js'
+import { DEFAULTS } from './defaults.js'
+import { type HostPort, parseHostPort, resolvePath } from './static.js'
+import { parseIp } from '../net/ip.js'
+
+export interface Credentials {
+  /** "user:hash" entries (bcrypt or {SHA}) for basic auth */
+  readonly users: readonly string[]
+  /** bearer tokens */
+  readonly tokens: readonly string[]
+}
+
+export interface AdminConf extends Credentials, HostPort {
+  readonly enabled: boolean
+  /** absolute path of the config API's state file */
+  readonly stateFile: string
+}
+
+export interface DashboardConf extends HostPort {
+  readonly api: boolean
+  readonly page: boolean
+  readonly metrics: boolean
+  readonly insecure: boolean
+}
+
+export interface RuntimeSocketConf {
+  readonly enabled: boolean
+  /** absolute path of the unix socket */
+  readonly path: string
+}
+
+const USER = /^[^:\s]+:\S+$/
+
+/** 127.0.0.0/8, ::1 (and its IPv4-mapped form) or "localhost". */
+export function isLoopbackHost (host: string): boolean {
+  if (host === 'localhost') return true
+  const ip = parseIp(host)
+  if (ip === null) return false
+  const mapped = ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff
+  if (mapped) return ip[12] === 127
+  return ip.subarray(0, 15).every((b) => b === 0) && ip[15] === 1
+}
+
+function address (c: Checker, t: Record<string, unknown>, p: string, def: string): HostPort {
+  const a = c.string(t, 'address', p, def)
+  const hp = parseHostPort(a)
+  if (hp === null) c.problem(join(p, 'address'), 'an address like "127.0.0.1:5555" or "[::1]:5555"', a)
+  return hp ?? parseHostPort(def)!
+}
+
+export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminConf {
+  const p = 'admin'
+  const d = DEFAULTS.admin
+  const t = c.table(raw, p, ['enabled', 'address', 'users', 'tokens', 'state_file'])
+  const users = c.strings(t, 'users', p, d.users)
+  users.forEach((u, i) => {
+    const hash = u.slice(u.indexOf(':') + 1)
+    // only hashes the authenticator can verify: a plain password here would lock everyone out
+    if (!USER.test(u) || !/^(\$2[aby]\$\d\d\$.{53}|\{SHA\}[A-Za-z0-9+/]{27}=)$/.test(hash)) {
+      c.problem(join(join(p, 'users'), i), '"user:hash" with a bcrypt ($2y$...) or {SHA} hash', u.includes(':') ? `${u.slice(0, u.indexOf(':'))}:<${hash.length} characters>` : '<not user:hash>')
+    }
+  })
+  const tokens = c.strings(t, 'tokens', p, d.tokens)
+  tokens.forEach((tk, i) => { if (tk.length < 16) c.problem(join(join(p, 'tokens'), i), 'a token of at least 16 characters', `${tk.length} characters`) })
+  const enabled = c.bool(t, 'enabled', p, d.enabled)
+  const hp = address(c, t, p, d.address)
+  // an unauthenticated config API must not be reachable from other hosts
+  if (enabled && users.length === 0 && tokens.length === 0 && !isLoopbackHost(hp.host)) {
+    c.problems.push(`${join(p, 'address')}: ${hp.host} is not a loopback address and [admin] has no users or tokens; add credentials or bind 127.0.0.1`)
+  }
+  return { enabled, host: hp.host, port: hp.port, users, tokens, stateFile: resolvePath(stateDir, c.string(t, 'state_file', p, d.stateFile)) }
+}
+
+export function checkDashboard (c: Checker, raw: unknown, admin: AdminConf): DashboardConf {
+  const p = 'dashboard'
+  const d = DEFAULTS.dashboard
+  const t = c.table(raw, p, ['address', 'api', 'page', 'metrics', 'insecure'])
+  const hp = address(c, t, p, d.address)
+  const conf = {
+    host: hp.host,
+    port: hp.port,
+    api: c.bool(t, 'api', p, d.api),
+    page: c.bool(t, 'page', p, d.page),
+    metrics: c.bool(t, 'metrics', p, d.metrics),
+    insecure: c.bool(t, 'insecure', p, d.insecure),
+  }
+  const on = conf.api || conf.page || conf.metrics
+  if (on && !conf.insecure && admin.users.length === 0 && admin.tokens.length === 0) {
+    c.problems.push(`${p}: authentication is required (insecure = false) but [admin] has no users or tokens; add credentials or set insecure = true`)
+  }
+  if (on && admin.enabled && hp.host === admin.host && hp.port === admin.port) {
+    c.problems.push(`${join(p, 'address')}: ${hp.host}:${hp.port} is already used by [admin]`)
+  }
+  return conf
+}
+
+export function checkRuntimeSocket (c: Checker, raw: unknown, stateDir: string): RuntimeSocketConf {
+  const p = 'runtime_socket'
+  const d = DEFAULTS.runtimeSocket
+  const t = c.table(raw, p, ['enabled', 'path'])
+  const path = c.string(t, 'path', p, d.path)
+  if (path === '') c.problem(join(p, 'path'), 'a socket path', path)
+  return { enabled: c.bool(t, 'enabled', p, d.enabled), path: resolvePath(stateDir, path) }
+}

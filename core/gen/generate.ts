@@ -1,0 +1,98 @@
+// One job in a worker thread: lease a sequence, build the input, complete,
+// stream pieces, report Ollama's metrics.
+//
+// Cancellation: LlamaCompletion checks the signal before each token, and with
+// stopOnAbortSignal it returns what it has instead of throwing, so a cancel
+// message stops generation within one token and still frees the sequence.
+// Context shift is off: a reply that fills the context ends with
+// done_reason "length" instead of silently forgetting its beginning.
+
+import type { MessagePort } from 'node:worker_threads'
+import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
+import { grammarFor, windDownBiases, windDownReserve } from './grammar.js'
+import { acquire, host, release } from './model-host.js'
+import { buildInput } from './prompt.js'
+import { PieceBuffer } from './pieces.js'
+import type { DoneReason, JobResult, JobSpec, RunnerConf, Sampling } from './protocol.js'
+
+const now = (): bigint => process.hrtime.bigint()
+
+/** Sampling settings as node-llama-cpp takes them; shared with the in-process benchmark so both run the same. */
+export function samplingOptions (s: Sampling, contextSize: number): LlamaCompletionGenerationOptions {
+  const penalize = s.repeatLastN !== 0 && (s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0)
+  return {
+    temperature: s.temperature,
+    topK: s.topK,
+    topP: s.topP,
+    minP: s.minP,
+    seed: s.seed,
+    repeatPenalty: penalize
+      ? { lastTokens: s.repeatLastN < 0 ? contextSize : s.repeatLastN, penalty: s.repeatPenalty, presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty }
+      : false,
+  }
+}
+
+const empty = (doneReason: DoneReason, loadNs: number): JobResult =>
+  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null })
+
+export async function generate (id: number, job: JobSpec, conf: RunnerConf, port: MessagePort, signal: AbortSignal): Promise<JobResult> {
+  if (signal.aborted) return empty('cancel', 0)
+  const { h, loadNs } = await host(job.modelPath)
+  if (job.kind === 'load') return empty('load', loadNs)
+  if (signal.aborted) return empty('cancel', loadNs)
+  const lease = await acquire(h, job.numCtx, conf)
+  const completion = new LlamaCompletion({ contextSequence: lease.seq })
+  const pieces = job.stream ? new PieceBuffer(id, port, conf.streamBatchMs) : null
+  try {
+    const input = buildInput(h, job)
+    const ctxSize = lease.seq.contextSize
+    const grammar = job.format === null ? undefined : await grammarFor(job.format)
+    // Tokens the reply may use: num_predict, and what the context leaves after the prompt
+    // (+ BOS; LlamaCompletion keeps at most 90% of the context for the prompt, dropping its start).
+    const promptLen = Math.min(input.tokens.length + 1, ctxSize - Math.max(1, Math.floor(ctxSize / 10)))
+    const room = Math.max(1, ctxSize - promptLen)
+    const budget = job.numPredict > 0 ? Math.min(job.numPredict, room) : room
+    const windAt = budget - windDownReserve(budget)
+    const biases = grammar === undefined ? null : windDownBiases(h.model)
+
+    let evalTokens = 0
+    let firstAt = 0n
+    const generated: Token[] | null = job.returnContext ? [] : null
+    const opts: LlamaCompletionGenerationOptions = {
+      ...samplingOptions(job.sampling, ctxSize),
+      maxTokens: budget,
+      disableContextShift: true,
+      customStopTriggers: input.stops.length > 0 ? input.stops : undefined,
+      grammar,
+      tokenBias: biases === null ? undefined : () => (evalTokens >= windAt ? biases.close : biases.none),
+      signal,
+      stopOnAbortSignal: true,
+      onToken: (toks) => {
+        if (evalTokens === 0) firstAt = now()
+        evalTokens += toks.length
+        if (generated !== null) for (const t of toks) generated.push(t)
+      },
+      onTextChunk: pieces === null ? undefined : (text) => { if (text !== '') pieces.push(text) },
+    }
+    const start = now()
+    const r = await completion.generateCompletionWithMeta(input.tokens, opts)
+    pieces?.flush()
+    const end = now()
+    if (firstAt === 0n) firstAt = end
+    const reason = r.metadata.stopReason
+    return {
+      doneReason: reason === 'abort' ? 'cancel' : reason === 'maxTokens' ? 'length' : 'stop',
+      text: job.stream ? '' : r.response,
+      promptTokens: promptLen,
+      evalTokens,
+      loadNs,
+      promptNs: Number(firstAt - start),
+      evalNs: Number(end - firstAt),
+      context: generated === null ? null : [...input.tokens, ...generated],
+    }
+  } finally {
+    pieces?.flush()
+    completion.dispose({ disposeSequence: false })
+    release(lease)
+  }
+}

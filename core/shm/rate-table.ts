@@ -1,0 +1,270 @@
+// The shared rate-limit table: fixed slots of integers in the SharedArrayBuffer,
+// so a limit holds exactly across all workers (HAProxy's stick table with
+// freq_ctr counters; nginx's limit_req zone; Traefik's token bucket).
+//
+// Set-associative open addressing: a key (two independent 32-bit hashes) maps
+// to one set of RATE_WAYS entries. A hit takes the set's lock word with
+// Atomics.compareExchange, finds the key among the ways (or claims a way: a
+// never-used one first, then an expired one, then the least recently used),
+// updates the entry's counters and releases the lock with Atomics.store. The
+// critical section is a few dozen integer operations with no allocation and no
+// call out, so a holder is never descheduled for long; a lock held longer than
+// STALE_LOCK_MS can only belong to a thread that died inside it (a terminated
+// worker), and a waiter takes it over.
+//
+// The table never grows, never blocks for more than a critical section (or
+// STALE_LOCK_MS after a worker died inside one) and never throws: a full set
+// evicts. Expired-first then LRU eviction is per set (as in a CPU cache), which
+// approximates a global LRU closely when keys hash evenly.
+//
+// Units: ticks are wrapping milliseconds (core/clock.ts now()), compared with
+// ((a - b) | 0). Bucket levels are in 1/1000 of a request (nginx's "excess").
+import { threadId } from 'node:worker_threads'
+import {
+  RATE_BASE, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
+  RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
+} from './layout.js'
+
+/** A waiter takes over a lock whose holder has not changed for this long (it died inside the critical section). */
+export const STALE_LOCK_MS = 250
+/** Spins between two looks at the wall clock while waiting for a lock. */
+const SPINS_PER_CHECK = 1024
+
+/** One request = 1000 units of bucket level. */
+export const MILLI = 1000
+
+export class RateTable {
+  readonly i32: Int32Array
+  readonly base: number
+  readonly sets: number
+
+  /** The shared table in `i32` (default: the region of core/shm/layout.ts); tests may pass a small one. */
+  constructor (i32: Int32Array, base = RATE_BASE, sets = RATE_SETS) {
+    this.i32 = i32
+    this.base = base
+    this.sets = sets
+  }
+
+  /** Word offset of the set holding a key whose second hash is `kb`. */
+  setOf (kb: number): number {
+    return this.base + ((kb >>> 0) % this.sets) * RATE_SET_WORDS
+  }
+
+  /**
+   * Sliding window (HAProxy freq_ctr over `periodMs`): every request is
+   * counted, refused ones too, as `http-request track-sc0` does; a request is
+   * refused when the estimate including it exceeds `limit`. The estimate is
+   * curr + prev × (share of the previous window still inside the sliding one).
+   * Returns 0 (accepted) or -wait: ms until a request would be accepted again.
+   */
+  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number): number {
+    const i32 = this.i32
+    const set = this.setOf(kb)
+    lock(i32, set + RS_LOCK)
+    const d = this.#claim(set, ka, kb, now)
+    let elapsed = (now - i32[d + RD_TICK]!) | 0
+    if (elapsed < 0) elapsed = 0 // another worker's clock ran a few ms ahead
+    if (elapsed >= periodMs) {
+      // rotate: the current window becomes the previous one, or both reset after a full idle period
+      if (elapsed < 2 * periodMs) {
+        i32[d + RD_B] = i32[d + RD_A]!
+        i32[d + RD_TICK] = (i32[d + RD_TICK]! + periodMs) | 0
+      } else {
+        i32[d + RD_B] = 0
+        i32[d + RD_TICK] = now
+      }
+      i32[d + RD_A] = 0
+      elapsed = (now - i32[d + RD_TICK]!) | 0
+    }
+    const prev = i32[d + RD_B]!
+    const curr = i32[d + RD_A]! + 1
+    if (curr < 0x7fff_ffff) i32[d + RD_A] = curr
+    const est = curr + Math.floor((prev * (periodMs - elapsed)) / periodMs)
+    let result = 0
+    if (est > limit) {
+      // earliest time a new request's estimate is back within the limit
+      let wait: number
+      if (prev > 0 && curr < limit) wait = Math.ceil(periodMs - ((limit - 1 - curr) * periodMs) / prev) - elapsed
+      else wait = periodMs - elapsed + (curr >= limit ? Math.ceil((periodMs * (curr - limit + 1)) / curr) : 0)
+      result = -Math.max(1, wait)
+    }
+    i32[d + RD_SEEN] = now
+    i32[d + RD_EXPIRE] = (now + ttlMs) | 0
+    Atomics.store(i32, set + RS_LOCK, 0)
+    return result
+  }
+
+  /**
+   * Bucket (nginx limit_req's leaky bucket; Traefik's token bucket is the same
+   * with the level counting spent tokens). The level drains by `drainPerMs`
+   * units per ms; a request adds MILLI and is accepted while the level stays
+   * within `capacity` units. A refused request leaves the entry as it was
+   * (nginx and x/time/rate do not count refusals). Returns the level above one
+   * request after this one (>= 0, in units; nginx's delay is that / drainPerMs)
+   * when accepted, or -wait in ms (<= -1) when refused.
+   */
+  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number): number {
+    const i32 = this.i32
+    const set = this.setOf(kb)
+    lock(i32, set + RS_LOCK)
+    const d = this.#claim(set, ka, kb, now)
+    let elapsed = (now - i32[d + RD_TICK]!) | 0
+    if (elapsed < 0) elapsed = 0
+    let level = i32[d + RD_A]! - elapsed * drainPerMs
+    if (level < 0) level = 0
+    level += MILLI
+    let result: number
+    if (level > capacity) {
+      result = -Math.max(1, Math.ceil((level - capacity) / drainPerMs))
+    } else {
+      // fractions of a unit are dropped: at most 1/1000 request per accepted request
+      i32[d + RD_A] = level
+      i32[d + RD_TICK] = now
+      result = level - MILLI
+    }
+    i32[d + RD_SEEN] = now
+    i32[d + RD_EXPIRE] = (now + ttlMs) | 0
+    Atomics.store(i32, set + RS_LOCK, 0)
+    return result
+  }
+
+  /**
+   * The data words of (ka, kb) in `set` (locked), claiming a way when the key
+   * is absent: never used, else expired, else least recently seen. A claimed
+   * way, or an expired one of the same key, starts empty with its algorithm
+   * tick at `now`.
+   */
+  #claim (set: number, ka: number, kb: number, now: number): number {
+    const i32 = this.i32
+    let way = -1
+    for (let w = 0; w < RATE_WAYS; w++) {
+      if (i32[set + RS_KEY_A + w] === ka && i32[set + RS_KEY_B + w] === kb) {
+        way = w
+        break
+      }
+    }
+    if (way >= 0) {
+      const d = set + RS_DATA + way * RATE_DATA_WORDS
+      // an expired way of the same key starts over: its ticks may be too old to compare
+      if (((now - i32[d + RD_EXPIRE]!) | 0) >= 0) reset(i32, d, now)
+      return d
+    }
+    let free = -1
+    let expired = -1
+    let lru = 0
+    let lruAge = -1
+    for (let w = 0; w < RATE_WAYS; w++) {
+      if (i32[set + RS_KEY_A + w] === 0) {
+        free = w
+        break
+      }
+      const d = set + RS_DATA + w * RATE_DATA_WORDS
+      if (((now - i32[d + RD_EXPIRE]!) | 0) >= 0) {
+        if (expired < 0) expired = w
+        continue
+      }
+      const age = (now - i32[d + RD_SEEN]!) | 0
+      if (age > lruAge) {
+        lruAge = age
+        lru = w
+      }
+    }
+    way = free >= 0 ? free : expired >= 0 ? expired : lru
+    i32[set + RS_KEY_A + way] = ka
+    i32[set + RS_KEY_B + way] = kb
+    const d = set + RS_DATA + way * RATE_DATA_WORDS
+    reset(i32, d, now)
+    return d
+  }
+
+  /** Entries in use (not expired) now; for tests and the runtime socket, not for hot paths. */
+  live (now: number): number {
+    let n = 0
+    for (let s = 0; s < this.sets; s++) {
+      const set = this.base + s * RATE_SET_WORDS
+      for (let w = 0; w < RATE_WAYS; w++) {
+        const d = set + RS_DATA + w * RATE_DATA_WORDS
+        if (this.i32[set + RS_KEY_A + w] !== 0 && ((now - this.i32[d + RD_EXPIRE]!) | 0) < 0) n++
+      }
+    }
+    return n
+  }
+}
+
+function reset (i32: Int32Array, d: number, now: number): void {
+  i32[d + RD_TICK] = now
+  i32[d + RD_A] = 0
+  i32[d + RD_B] = 0
+}
+
+// Lock words hold the holder's stamp: its thread id and a sequence number, so
+// that a waiter can tell a lock passing between holders (the value changes)
+// from a lock whose holder died inside the critical section (the same value,
+// for STALE_LOCK_MS of the waiter's own wall clock).
+const THREAD = ((threadId & 0x3fff) + 1) << 16
+let seq = 0
+
+/** Takes the set's lock word; spins while another thread holds it (a critical section is well under a microsecond). */
+function lock (i32: Int32Array, set: number): void {
+  const stamp = THREAD | (seq = (seq + 1) & 0xffff)
+  if (Atomics.compareExchange(i32, set, 0, stamp) === 0) return
+  let seen = Atomics.load(i32, set)
+  let since = 0
+  for (let spins = 1; ; spins++) {
+    const held = Atomics.load(i32, set)
+    if (held === 0) {
+      if (Atomics.compareExchange(i32, set, 0, stamp) === 0) return
+    } else if (spins % SPINS_PER_CHECK === 0) {
+      const t = Date.now()
+      if (held !== seen || since === 0) {
+        seen = held
+        since = t
+      } else if (t - since > STALE_LOCK_MS && Atomics.compareExchange(i32, set, held, stamp) === held) return
+    }
+  }
+}
+
+/** Set words needed for a table of `sets` sets (tests build small tables with it). */
+export function rateTableWords (sets: number): number {
+  return sets * RATE_SET_WORDS
+}
+
+/**
+ * Two independent 32-bit hashes of a key string, in one pass (FNV-1a with two
+ * offset bases, each finished with murmur3's fmix32). Results are left in
+ * `a` and `b` so hashing allocates nothing.
+ */
+export class KeyHasher {
+  a = 0
+  b = 0
+
+  hash (s: string): void {
+    let a = 0x811c9dc5 | 0
+    let b = 0x050c5d1f | 0
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i)
+      a = Math.imul(a ^ c, 0x01000193)
+      b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15)
+    }
+    this.a = fmix32(a)
+    this.b = fmix32(b ^ s.length)
+  }
+}
+
+/** murmur3's 32-bit finaliser: every input bit affects every output bit. */
+export function fmix32 (h: number): number {
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  return h ^ (h >>> 16)
+}
+
+/** The table key of a source hash (a, b) within a middleware instance (seeds): KEY_A is never 0. */
+export function keyA (a: number, seedA: number): number {
+  return fmix32(a ^ seedA) | 1
+}
+
+export function keyB (b: number, seedB: number): number {
+  return fmix32((b + seedB) | 0)
+}

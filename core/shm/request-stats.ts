@@ -1,0 +1,106 @@
+// Per-request accounting for /metrics, in the request rows and time blocks of
+// core/shm/layout.ts. The hot side (recordRequest) is a handful of adds to the
+// calling worker's own stripe; the read side sums stripes at scrape time.
+import {
+  type Shm, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_METHODS, REQ_ROW,
+  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
+} from './layout.js'
+
+const NC = REQ_CODES.length
+
+/** status code → index in REQ_CODES, precomputed so the hot path does one array read */
+const CODE_INDEX = new Uint8Array(1000)
+for (let code = 0; code < 1000; code++) {
+  const exact = REQ_CODES.indexOf(String(code) as typeof REQ_CODES[number])
+  const cls = code >= 100 && code < 600 ? REQ_CODES.indexOf(`${(code / 100) | 0}xx` as typeof REQ_CODES[number]) : -1
+  CODE_INDEX[code] = exact >= 0 ? exact : cls >= 0 ? cls : NC - 1
+}
+
+const BUCKETS_MS = TIME_BUCKETS_S.map((s) => s * 1000)
+
+export function methodIndex (m: string): number {
+  switch (m) {
+    case 'GET': return 0
+    case 'HEAD': return 1
+    case 'POST': return 2
+    case 'PUT': return 3
+    case 'DELETE': return 4
+    case 'PATCH': return 5
+    case 'OPTIONS': return 6
+    default: return 7
+  }
+}
+
+export function codeIndex (status: number): number {
+  return status >= 0 && status < 1000 ? CODE_INDEX[status]! : NC - 1
+}
+
+/** Row index of an entry point (0..MAX_ENTRYPOINTS-1) or router slot, in the rows/blocks of a stripe. */
+export const epRow = (ep: number): number => ep
+export const routerRow = (slot: number): number => MAX_ENTRYPOINTS + slot
+
+/**
+ * Counts one finished request in `stripe` (the caller's own): entry point row,
+ * router row (routerSlot -1 = unrouted), duration bucket and sum, bytes; and
+ * middleware refusals (a 429 or 401/403 a middleware answered itself).
+ */
+export function recordRequest (f64: Float64Array, stripeBase: number, ep: number, routerSlot: number, method: string,
+  status: number, ms: number, bytesIn: number, bytesOut: number, byMiddleware: boolean): void {
+  const cell = methodIndex(method) * NC + codeIndex(status)
+  let bucket = 0
+  while (bucket < BUCKETS_MS.length && ms > BUCKETS_MS[bucket]!) bucket++
+  const secs = ms / 1000
+  if (ep >= 0 && ep < MAX_ENTRYPOINTS) {
+    f64[stripeBase + REQ_ROWS_BASE + epRow(ep) * REQ_ROW + cell]! += 1
+    const t = stripeBase + TIME_BLOCKS_BASE + epRow(ep) * TIME_BLOCK
+    f64[t + bucket]! += 1
+    f64[t + T_SUM]! += secs
+    f64[t + T_BYTES_IN]! += bytesIn
+    f64[t + T_BYTES_OUT]! += bytesOut
+  }
+  if (routerSlot >= 0) {
+    f64[stripeBase + REQ_ROWS_BASE + routerRow(routerSlot) * REQ_ROW + cell]! += 1
+    const t = stripeBase + TIME_BLOCKS_BASE + routerRow(routerSlot) * TIME_BLOCK
+    f64[t + bucket]! += 1
+    f64[t + T_SUM]! += secs
+    f64[t + T_BYTES_IN]! += bytesIn
+    f64[t + T_BYTES_OUT]! += bytesOut
+  }
+  if (byMiddleware) {
+    if (status === 429) f64[stripeBase + G_RATE_LIMITED]! += 1
+    else if (status === 401 || status === 403) f64[stripeBase + G_AUTH_REFUSED]! += 1
+  }
+}
+
+/** Sum over stripes of one request row: REQ_ROW counters, index method * REQ_CODES.length + code. */
+export function sumRequestRow (shm: Shm, row: number): Float64Array {
+  const out = new Float64Array(REQ_ROW)
+  for (let w = 0; w <= shm.workers; w++) {
+    const b = w * STRIPE_WORDS + REQ_ROWS_BASE + row * REQ_ROW
+    for (let i = 0; i < REQ_ROW; i++) out[i]! += shm.f64[b + i]!
+  }
+  return out
+}
+
+/** Sum over stripes of one time block (buckets non-cumulative, then sum, bytes in, bytes out). */
+export function sumTimeBlock (shm: Shm, row: number): Float64Array {
+  const out = new Float64Array(TIME_BLOCK)
+  for (let w = 0; w <= shm.workers; w++) {
+    const b = w * STRIPE_WORDS + TIME_BLOCKS_BASE + row * TIME_BLOCK
+    for (let i = 0; i < TIME_BLOCK; i++) out[i]! += shm.f64[b + i]!
+  }
+  return out
+}
+
+/** Zeroes a router slot's rows in every stripe (the slot is being given to a new router). */
+export function clearRouterStats (shm: Shm, slot: number): void {
+  if (slot < 0 || slot >= MAX_ROUTERS) return
+  for (let w = 0; w <= shm.workers; w++) {
+    const r = w * STRIPE_WORDS + REQ_ROWS_BASE + routerRow(slot) * REQ_ROW
+    shm.f64.fill(0, r, r + REQ_ROW)
+    const t = w * STRIPE_WORDS + TIME_BLOCKS_BASE + routerRow(slot) * TIME_BLOCK
+    shm.f64.fill(0, t, t + TIME_BLOCK)
+  }
+}
+
+export { REQ_METHODS, REQ_CODES }

@@ -1,0 +1,210 @@
+// Every entry point of one data-plane worker, and what listening means for
+// each protocol:
+// - http, https: a uWS app per entry point in every worker, all on the same
+//   address (SO_REUSEPORT: the kernel spreads connections), each with a
+//   WebSocket route next to its HTTP route.
+// - https with tls.ca (mTLS): the TLS handshake runs on node:tls in worker 0
+//   (tls-terminator.ts says why uWS cannot do it), which hands the decrypted
+//   connections to a plain uWS app that every worker listens with on a unix
+//   socket in global.state_dir.
+// - tcp: a node:net server in worker 0 (tcp-proxy.ts).
+//
+// Why worker 0 owns the node:net and node:tls listeners: Node 20's worker
+// threads cannot share a port (net's reusePort came with Node 22.12), so one
+// thread must own each. Worker 0 is already supervised (restarted with
+// back-off), gets every config generation, obeys the connection cap and
+// drain, and has its own counter stripe; a dedicated thread would need all of
+// that again. The cost: TCP relaying and mTLS encryption run on that one
+// thread (mTLS HTTP work itself is spread over every worker).
+//
+// Certificates: on every config generation (so on SIGHUP) each worker
+// re-reads its https entry points' files. When their contents changed, a
+// uWS entry point gets a new SSLApp listening on the same address, then the
+// old listen socket is closed: established connections (keep-alive, WebSocket)
+// stay on the old app, new ones get the new certificate. (Connections still in
+// the old socket's accept queue at that instant are reset by Linux unless
+// net.ipv4.tcp_migrate_req = 1.) The terminator swaps its secure context.
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import type { EntryPointConf } from '../config/static.js'
+import { tlsFingerprint } from '../config/tls.js'
+import { type ErrorCode, formatError, lbError } from '../errors.js'
+import type { Logger } from '../log.js'
+import type { WorkerData } from '../protocol.js'
+import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
+import type { DataPlane } from './dataplane.js'
+import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
+import { TcpListener, openSessions } from './tcp-proxy.js'
+import { TlsTerminator, openTerminated } from './tls-terminator.js'
+
+type Uws = ReturnType<typeof loadUws>
+
+/** Linux sun_path holds 108 bytes with its terminating NUL. */
+const UNIX_PATH_MAX = 107
+
+function isMtls (ep: EntryPointConf): boolean {
+  return ep.protocol === 'https' && ep.tls!.ca !== ''
+}
+
+function tlsError (ep: EntryPointConf, err: unknown): Error {
+  const reason = (err as Error).message.replace(/^error:[0-9A-F]+:/, '')
+  return lbError('LB_ERR_TLS', { entrypoint: ep.name, reason })
+}
+
+export class EntryPoints {
+  readonly #uws: Uws
+  readonly #eps: readonly EntryPointConf[]
+  readonly #worker: number
+  readonly #workers: number
+  readonly #stateDir: string
+  readonly #shm: Shm
+  readonly #handler: RequestHandler
+  readonly #dp: () => DataPlane
+  readonly #log: Logger
+  /** what unlisten() closes, by entry point name */
+  readonly #open = new Map<string, Listener>()
+  /** fingerprint of the TLS files each https entry point serves now */
+  readonly #prints = new Map<string, string>()
+  readonly #terminators = new Map<string, TlsTerminator>()
+  readonly #internal: Listener[] = []
+  #listening = false
+  #refreshing: Promise<void> = Promise.resolve()
+
+  /** `dp` returns the data plane generation in force. */
+  constructor (uws: Uws, data: WorkerData, shm: Shm, handler: RequestHandler, dp: () => DataPlane, log: Logger) {
+    this.#uws = uws
+    this.#eps = data.config.entrypoints
+    this.#worker = data.index
+    this.#workers = data.workers
+    this.#stateDir = data.config.global.stateDir
+    this.#shm = shm
+    this.#handler = handler
+    this.#dp = dp
+    this.#log = log
+  }
+
+  get listening (): boolean { return this.#listening }
+
+  /** Unix socket on which `worker` takes the connections of mTLS entry point number `ep`. */
+  socketPath (ep: number, worker: number): string {
+    return join(this.#stateDir, `mtls-${ep}-${worker}.sock`)
+  }
+
+  /** Internal listeners, the terminators' certificates, then the public listeners. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
+  async start (): Promise<void> {
+    for (const [i, ep] of this.#eps.entries()) {
+      if (!isMtls(ep)) continue
+      const path = this.socketPath(i, this.#worker)
+      if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
+      rmSync(path, { force: true }) // left by a previous run of this worker
+      const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage })
+      if (l === null) throw lbError('LB_ERR_LISTEN', { address: `unix:${path}`, entrypoint: ep.name })
+      this.#internal.push(l)
+      process.on('exit', () => rmSync(path, { force: true })) // a worker thread's exit: leave no socket file behind
+      if (this.#worker === 0) {
+        try {
+          this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
+          const workers = this.#workers
+          this.#terminators.set(ep.name, new TlsTerminator(ep, workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs))
+        } catch (err) {
+          throw tlsError(ep, err)
+        }
+      }
+    }
+    await this.listen()
+  }
+
+  /** Opens every public listener this worker hosts. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
+  async listen (): Promise<void> {
+    this.#listening = true
+    for (const ep of this.#eps) {
+      if (this.#open.has(ep.name)) continue
+      const l = await this.#listenOne(ep)
+      if (l !== null) this.#open.set(ep.name, l)
+    }
+  }
+
+  /** null: the entry point is not hosted by this worker. */
+  async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
+    const address = `${ep.host}:${ep.port}`
+    const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
+    if (ep.protocol === 'tcp' || isMtls(ep)) {
+      if (this.#worker !== 0) return null
+      const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp) : this.#terminators.get(ep.name)!
+      if (!(await l.listen())) failed()
+      return l
+    }
+    let tls = null
+    if (ep.protocol === 'https') {
+      tls = ep.tls!
+      try {
+        this.#prints.set(ep.name, tlsFingerprint(tls))
+      } catch (err) {
+        throw tlsError(ep, err)
+      }
+    }
+    let l: Listener | null
+    try {
+      l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
+        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage })
+    } catch (err) {
+      throw tlsError(ep, err) // uWS: "App construction failed"
+    }
+    return l ?? failed()
+  }
+
+  /** Closes the public listeners (connection cap, drain); established connections carry on. */
+  unlisten (): void {
+    this.#listening = false
+    for (const l of this.#open.values()) l.close()
+    this.#open.clear()
+  }
+
+  /**
+   * Re-reads the TLS files of every https entry point and serves the new
+   * certificates where they changed. Never throws: unusable files are logged
+   * (LB_ERR_TLS) and the entry point keeps serving what it had.
+   */
+  refreshTls (): Promise<void> {
+    this.#refreshing = this.#refreshing.then(() => this.#refresh())
+    return this.#refreshing
+  }
+
+  async #refresh (): Promise<void> {
+    for (const ep of this.#eps) {
+      if (ep.protocol !== 'https') continue
+      try {
+        const print = tlsFingerprint(ep.tls!)
+        if (print === this.#prints.get(ep.name)) continue
+        const terminator = this.#terminators.get(ep.name)
+        if (terminator !== undefined) terminator.refresh()
+        else if (!isMtls(ep) && this.#listening) {
+          const old = this.#open.get(ep.name)
+          // the new app joins the old one's SO_REUSEPORT group before the old listen socket closes
+          const l = await this.#listenOne(ep)
+          if (l === null) continue
+          this.#open.set(ep.name, l)
+          old?.close()
+        }
+        this.#prints.set(ep.name, print)
+        if (!isMtls(ep) || this.#worker === 0) this.#log.info('TLS certificates reloaded', { entrypoint: ep.name })
+      } catch (err) {
+        const code: ErrorCode = 'LB_ERR_TLS'
+        const message = (err as { code?: string }).code === code ? (err as Error).message : formatError(code, { entrypoint: ep.name, reason: (err as Error).message })
+        this.#log.error(message + '; the entry point keeps its current certificates', { code })
+      }
+    }
+  }
+
+  /**
+   * Traffic this worker carries besides its own requests (those are counted
+   * in G_WRITING): TCP sessions, and mTLS connections while any worker still
+   * has requests in flight (an idle one may be cut).
+   */
+  busy (): boolean {
+    if (openSessions() > 0) return true
+    if (openTerminated() === 0) return false
+    for (let w = 0; w < this.#workers; w++) if (this.#shm.f64[stripeBase(w) + G_WRITING]! > 0) return true
+    return false
+  }
+}

@@ -1,0 +1,49 @@
+// One middleware instance of one config generation: its plugin's hooks, made
+// by the plugin's create(). A plugin that fails to start (create throws,
+// returns something that is not hooks, or its module did not load in this
+// worker) disables only itself, fail-closed: its routes answer 500 and the
+// reason is logged once (Traefik marks such a middleware disabled). Skipping
+// it instead could open a route that an auth middleware was meant to guard.
+import type { MiddlewareConf } from '../config/dynamic.js'
+import { formatError } from '../errors.js'
+import type { Logger } from '../log.js'
+import { type Hooks, type Reply, HANDLED } from '../plugin.js'
+import type { Shm } from '../shm/layout.js'
+import { pluginFor } from '../../plugins/index.js'
+
+function checkHooks (h: unknown): string {
+  if (typeof h !== 'object' || h === null) return 'create() did not return hooks'
+  const o = h as Record<string, unknown>
+  for (const k of ['onRequest', 'onResponse']) {
+    if (o[k] !== undefined && typeof o[k] !== 'function') return `create() returned a ${k} that is not a function`
+  }
+  return ''
+}
+
+export function createMiddleware (m: MiddlewareConf, baseDir: string, shm: Shm, log: Logger): Hooks {
+  const mlog = log.child({ middleware: m.name })
+  let reason: string
+  const def = pluginFor(m.type, baseDir)
+  if (def === undefined) reason = `plugin ${JSON.stringify(m.type)} is not loaded in this worker`
+  else {
+    try {
+      const hooks = def.create(m.conf, { log: mlog, shm, name: m.name })
+      reason = checkHooks(hooks)
+      if (reason === '') return hooks
+    } catch (err) {
+      reason = err instanceof Error ? err.message : String(err)
+    }
+  }
+  mlog.error(formatError('LB_ERR_PLUGIN_INIT', { middleware: m.name, reason }), { code: 'LB_ERR_PLUGIN_INIT' })
+  const reply: Reply = Object.freeze({
+    status: 500,
+    headers: Object.freeze(['content-type', 'text/plain']) as string[],
+    body: formatError('LB_ERR_PLUGIN', { middleware: m.name }) + '\n',
+  }) as Reply
+  return {
+    onRequest (ctx) {
+      ctx.reply = reply
+      return HANDLED
+    },
+  }
+}

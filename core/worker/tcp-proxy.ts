@@ -1,0 +1,190 @@
+// TCP mode: an entry point with protocol = "tcp" relays raw TCP to its
+// service's servers, balanced and health-checked like HTTP: the service's
+// balancer over shared in-flight counts (a session counts as one in flight
+// for its whole life, so leastconn sees open sessions), servers out of
+// rotation by active checks (`health_check.type = "tcp"`: a connect) or
+// passively after max_fails connect failures, a failed connect retried on
+// another server (`retries`), `timeouts.connect`, and `timeouts.tunnel` as the
+// idle time-out (no byte either way on a side closes the session). The
+// global connection cap applies too: the census counts these connections and
+// the listener stops accepting at the cap like the HTTP ones.
+//
+// The listener lives in worker 0 only (core/worker/listeners.ts says why).
+// Bytes are piped with stream backpressure both ways, and half-closes pass
+// through (allowHalfOpen): a client that shuts down its sending side still
+// gets the server's answer.
+import net from 'node:net'
+import { now } from '../clock.js'
+import type { EntryPointConf } from '../config/static.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RETRIES, C_SELECTED } from '../shm/layout.js'
+import { addInflight, recordFailure } from '../shm/server-state.js'
+import { hash32 } from '../upstream/balancer.js'
+import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
+
+const sessions = new Set<TcpSession>()
+
+/** TCP sessions open in this thread. */
+export function openSessions (): number {
+  return sessions.size
+}
+
+export class TcpListener {
+  readonly #ep: EntryPointConf
+  readonly #dp: () => DataPlane
+  #server: net.Server | null = null
+
+  /** `dp` returns the generation in force: a new session takes its service from it. */
+  constructor (ep: EntryPointConf, dp: () => DataPlane) {
+    this.#ep = ep
+    this.#dp = dp
+  }
+
+  /** Resolves false when the address cannot be bound. */
+  listen (): Promise<boolean> {
+    // pauseOnConnect: the client's first bytes wait in the kernel until a server is connected
+    const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (client) => {
+      new TcpSession(this.#dp(), this.#ep, client).start()
+    })
+    return new Promise((resolve) => {
+      server.once('error', () => resolve(false))
+      server.listen({ host: this.#ep.host, port: this.#ep.port, backlog: 511 }, () => {
+        this.#server = server
+        resolve(true)
+      })
+    })
+  }
+
+  /** Stops accepting; open sessions carry on. */
+  close (): void {
+    this.#server?.close()
+    this.#server = null
+  }
+}
+
+class TcpSession {
+  readonly #dp: DataPlane
+  readonly #ep: EntryPointConf
+  readonly #client: net.Socket
+  #svc: ServiceRuntime | null = null
+  #server: ServerRuntime | null = null
+  #serverIdx = -1
+  #upstream: net.Socket | null = null
+  #attempts = 0
+  #connected = false
+  #finished = false
+
+  constructor (dp: DataPlane, ep: EntryPointConf, client: net.Socket) {
+    this.#dp = dp
+    this.#ep = ep
+    this.#client = client
+  }
+
+  start (): void {
+    const client = this.#client
+    sessions.add(this)
+    client.on('error', () => this.#end())
+    client.on('close', (hadError: boolean) => this.#closed(hadError, this.#upstream))
+    const svc = this.#dp.services.get(this.#ep.service)
+    if (svc === undefined) {
+      this.#end()
+      return
+    }
+    this.#svc = svc
+    this.#connect(-1)
+  }
+
+  #connect (exclude: number): void {
+    const svc = this.#svc!
+    const dp = this.#dp
+    const clientHash = svc.conf.balance === 'source' ? hash32(this.#client.remoteAddress ?? '') : 0
+    const idx = svc.balancer.pick(now(), clientHash, exclude)
+    if (idx < 0) {
+      if (dp.log.debugEnabled) dp.log.debug('tcp: no server available', { entrypoint: this.#ep.name, service: svc.conf.name })
+      this.#end()
+      return
+    }
+    const server = svc.servers[idx]!
+    this.#server = server
+    this.#serverIdx = idx
+    this.#attempts++
+    addInflight(dp.shm.i32, server.slot, 1)
+    dp.stripe.addServer(server.slot, C_SELECTED)
+    const c = server.conf
+    const up = c.path !== ''
+      ? net.connect({ path: c.path, allowHalfOpen: true })
+      : net.connect({ host: c.host, port: c.port, allowHalfOpen: true, noDelay: true })
+    this.#upstream = up
+    up.setTimeout(dp.conf.timeouts.connectMs)
+    up.once('connect', () => this.#onConnected(up))
+    up.on('timeout', () => {
+      if (!this.#connected) this.#connectFailed(up)
+      else this.#end() // idle: nothing moved on the server side for timeouts.tunnel
+    })
+    up.on('error', () => { if (!this.#connected) this.#connectFailed(up); else this.#end() })
+    up.on('close', (hadError: boolean) => { if (this.#connected) this.#closed(hadError, this.#client) })
+  }
+
+  #onConnected (up: net.Socket): void {
+    if (this.#finished || this.#upstream !== up) {
+      up.destroy()
+      return
+    }
+    this.#connected = true
+    const client = this.#client
+    const idleMs = this.#dp.conf.timeouts.tunnelMs
+    up.setTimeout(idleMs)
+    client.setTimeout(idleMs, () => this.#end())
+    // pipe: backpressure both ways; each side's end (FIN) is passed on as an end of the other
+    client.pipe(up)
+    up.pipe(client)
+  }
+
+  #connectFailed (up: net.Socket): void {
+    if (this.#upstream !== up || this.#finished) return
+    up.destroy()
+    this.#upstream = null
+    const server = this.#server!
+    const dp = this.#dp
+    dp.stripe.addServer(server.slot, C_CONN_ERR)
+    recordFailure(dp.shm.i32, server.slot, this.#svc!.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+    this.#release()
+    if (this.#attempts <= this.#svc!.conf.retries) {
+      // nothing was sent yet (the client is paused until connected): another server can take it
+      dp.stripe.addServer(server.slot, C_RETRIES)
+      this.#connect(this.#serverIdx)
+      return
+    }
+    this.#end()
+  }
+
+  #release (): void {
+    const server = this.#server
+    if (server === null) return
+    this.#server = null
+    const dp = this.#dp
+    addInflight(dp.shm.i32, server.slot, -1)
+    if (this.#connected) {
+      dp.stripe.addServer(server.slot, C_BYTES_IN, this.#client.bytesRead)
+      dp.stripe.addServer(server.slot, C_BYTES_OUT, this.#client.bytesWritten)
+    }
+  }
+
+  /**
+   * One side closed. A clean close after its end was passed on leaves the
+   * other side to flush what it still holds (a half-closed exchange ends with
+   * its last bytes, not a reset); anything else ends the session.
+   */
+  #closed (hadError: boolean, other: net.Socket | null): void {
+    if (hadError || other === null || other.destroyed || !other.writableEnded) this.#end()
+  }
+
+  /** A side failed or idled out, or both are closed: close everything. Runs once. */
+  #end (): void {
+    if (this.#finished) return
+    this.#finished = true
+    sessions.delete(this)
+    this.#release()
+    this.#upstream?.destroy()
+    this.#client.destroy()
+  }
+}

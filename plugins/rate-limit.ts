@@ -1,0 +1,190 @@
+// rateLimit: per-source request limits held in the shared rate table
+// (core/shm/rate-table.ts), so a limit is exact across every worker. Three
+// algorithms, one per model balancer:
+//
+//   slidingWindow  HAProxy stick table + http_req_rate: more than `limit`
+//                  requests within `period` (sliding) → 429. Refused requests
+//                  count too, as with track-sc0.
+//   leakyBucket    nginx limit_req: `rate` ("10r/s", "600r/m") with `burst`;
+//                  requests within the burst are delayed to the rate unless
+//                  `nodelay` (nginx's default is to delay), beyond it → 429.
+//   tokenBucket    Traefik rateLimit: `average` requests per `period` with a
+//                  bucket of `burst` tokens; no token → 429.
+//
+// Every 429 carries Retry-After (whole seconds, rounded up, as Traefik). The
+// source is the client address, or X-Forwarded-For from trusted proxies only
+// (core/net/source.ts). Entries expire 30 s after their last use (the seed's
+// stick table "expire 30s"), or later when the algorithm needs their state longer.
+import { type Checker, type Table, join } from '../core/config/check.js'
+import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, definePlugin } from '../core/plugin.js'
+import { now } from '../core/clock.js'
+import { formatError } from '../core/errors.js'
+import { type SourceConf, SOURCE_KEYS, checkSource, compileSource } from '../core/net/source.js'
+import { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from '../core/shm/rate-table.js'
+
+export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
+export type Algorithm = typeof ALGORITHMS[number]
+
+/** Seed: stick-table entries expire 30 s after their last use. */
+export const ENTRY_TTL_MS = 30_000
+/** Longest an entry is kept (ticks compare correctly for under 24 days). */
+const MAX_TTL_MS = 7 * 86_400_000
+const MAX_PERIOD_MS = 86_400_000
+
+export interface RateLimitConf {
+  readonly algorithm: Algorithm
+  /** slidingWindow: requests allowed per window (more → 429) */
+  readonly limit: number
+  /** slidingWindow: window length; tokenBucket: the period `average` is counted over (ms) */
+  readonly periodMs: number
+  /** leakyBucket: requests per second (a "r/m" rate is divided by 60); tokenBucket: average / period */
+  readonly ratePerSec: number
+  /** leakyBucket: requests beyond the rate held (delayed or, with nodelay, passed); tokenBucket: bucket size */
+  readonly burst: number
+  /** leakyBucket: pass burst requests at once instead of delaying them to the rate */
+  readonly nodelay: boolean
+  readonly source: SourceConf
+}
+
+const COMMON_KEYS = ['algorithm', ...SOURCE_KEYS]
+const KEYS: Record<Algorithm, readonly string[]> = {
+  tokenBucket: [...COMMON_KEYS, 'average', 'period', 'burst'],
+  leakyBucket: [...COMMON_KEYS, 'rate', 'burst', 'nodelay'],
+  slidingWindow: [...COMMON_KEYS, 'limit', 'period'],
+}
+
+const RATE = /^(\d+(?:\.\d+)?)r\/(s|m)$/
+const MAX_RATE = 1_000_000 // per second; keeps levels (burst × 1000 units) inside an Int32
+const MAX_BURST = 1_000_000
+
+function checkRate (c: Checker, t: Table, path: string): number {
+  const v = t.rate
+  const expected = 'a rate like "10r/s" or "600r/m"'
+  if (typeof v === 'number' && v > 0 && v <= MAX_RATE) return v
+  const m = typeof v === 'string' ? RATE.exec(v) : null
+  const r = m === null ? NaN : Number(m[1]) / (m[2] === 'm' ? 60 : 1)
+  if (!(r > 0 && r <= MAX_RATE)) {
+    c.problem(join(path, 'rate'), v === undefined ? `${expected} (required)` : `${expected}, above 0 and at most ${MAX_RATE}r/s`, v)
+    return 1
+  }
+  return r
+}
+
+function checkPeriod (c: Checker, t: Table, path: string, def: number): number {
+  const ms = c.duration(t, 'period', path, def, 1)
+  if (ms > MAX_PERIOD_MS) c.problem(join(path, 'period'), 'a duration of at most "24h"', t.period)
+  return Math.min(ms, MAX_PERIOD_MS)
+}
+
+function validate (c: Checker, t: Table, path: string): RateLimitConf {
+  const algorithm = c.oneOf(t, 'algorithm', path, ALGORITHMS, 'tokenBucket')
+  // keys are checked against the chosen algorithm's only when the algorithm itself is valid
+  if (t.algorithm === undefined || (ALGORITHMS as readonly unknown[]).includes(t.algorithm)) c.table(t, path, KEYS[algorithm])
+  const source = checkSource(c, t, path)
+  switch (algorithm) {
+    case 'slidingWindow':
+      return {
+        algorithm,
+        limit: c.int(t, 'limit', path, undefined, 1, 1_000_000_000),
+        periodMs: checkPeriod(c, t, path, 10_000),
+        ratePerSec: 0,
+        burst: 0,
+        nodelay: false,
+        source,
+      }
+    case 'leakyBucket':
+      return {
+        algorithm,
+        limit: 0,
+        periodMs: 1000,
+        ratePerSec: checkRate(c, t, path),
+        burst: c.int(t, 'burst', path, 0, 0, MAX_BURST),
+        nodelay: c.bool(t, 'nodelay', path, false),
+        source,
+      }
+    case 'tokenBucket': {
+      const average = c.int(t, 'average', path, undefined, 1, 1_000_000_000)
+      const periodMs = checkPeriod(c, t, path, 1000)
+      const ratePerSec = (average * 1000) / periodMs
+      if (ratePerSec > MAX_RATE) c.problem(join(path, 'average'), `at most ${MAX_RATE} requests per second over the period`, average)
+      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source }
+    }
+  }
+}
+
+// 429 replies by Retry-After seconds, built on first use and shared: refusing allocates nothing.
+const TOO_MANY: Reply[] = []
+const TOO_MANY_BODY = formatError('LB_ERR_RATE_LIMITED') + '\n'
+
+export function tooMany (waitMs: number): Reply {
+  const s = Math.min(86_400, Math.max(1, Math.ceil(waitMs / 1000)))
+  return (TOO_MANY[s] ??= Object.freeze({
+    status: 429,
+    headers: Object.freeze(['content-type', 'text/plain', 'retry-after', String(s)]) as string[],
+    body: TOO_MANY_BODY,
+  }) as Reply)
+}
+
+const hasher = new KeyHasher()
+
+/** Hashes the source into ctx once per request, whatever number of rate limits run on it. */
+function hashSource (ctx: Ctx, key: string): void {
+  if (ctx.rateKey === key) return
+  hasher.hash(key)
+  ctx.rateKey = key
+  ctx.rateHashA = hasher.a
+  ctx.rateHashB = hasher.b
+}
+
+/** Seeds that put each middleware instance (and algorithm) in its own key space of the shared table. */
+function seeds (name: string, algorithm: Algorithm): [number, number] {
+  hasher.hash(`${algorithm}\u0000${name}`)
+  return [hasher.a, fmix32(hasher.b + 0x9e3779b9)]
+}
+
+function delay (ms: number): Promise<Verdict> {
+  return new Promise((resolve) => setTimeout(resolve, ms, NEXT))
+}
+
+export default definePlugin<RateLimitConf>({
+  name: 'rateLimit',
+  validate,
+  create (conf, env) {
+    const table = new RateTable(env.shm.i32)
+    const sourceOf = compileSource(conf.source)
+    const [seedA, seedB] = seeds(env.name, conf.algorithm)
+    if (conf.algorithm === 'slidingWindow') {
+      const { periodMs, limit } = conf
+      const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, 2 * periodMs))
+      return {
+        onRequest (ctx) {
+          hashSource(ctx, sourceOf(ctx))
+          const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl)
+          if (r === 0) return NEXT
+          ctx.reply = tooMany(-r)
+          return HANDLED
+        },
+      }
+    }
+    // buckets: leakyBucket holds the current request plus `burst` (nginx passes burst + 1 at once),
+    // tokenBucket holds `burst` tokens
+    const drainPerMs = conf.ratePerSec // units (1/1000 request) per ms = requests per second
+    const capacity = (conf.algorithm === 'leakyBucket' ? conf.burst + 1 : conf.burst) * MILLI
+    const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, Math.ceil(capacity / drainPerMs)))
+    const nodelay = conf.nodelay
+    return {
+      onRequest (ctx) {
+        hashSource(ctx, sourceOf(ctx))
+        const r = table.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl)
+        if (r < 0) {
+          ctx.reply = tooMany(-r)
+          return HANDLED
+        }
+        if (nodelay || r === 0) return NEXT
+        // nginx without nodelay: a request within the burst waits until the rate allows it
+        const ms = Math.ceil(r / drainPerMs)
+        return ms < 1 ? NEXT : delay(ms)
+      },
+    }
+  },
+})

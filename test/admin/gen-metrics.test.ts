@@ -1,0 +1,47 @@
+// The generation service's families on /metrics (Management.attachGen with
+// core/gen/stats.ts GenStats), built in-process over a real config, shared
+// memory and slot registry, and checked with promtool.
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { ConfigStore } from '../../core/admin/config-store.js'
+import { createMetrics } from '../../core/admin/metrics.js'
+import { loadConfig } from '../../core/config/load.js'
+import { SlotRegistry } from '../../core/control/slots.js'
+import { emptyRequests, type GenStats } from '../../core/gen/stats.js'
+import { createLogger } from '../../core/log.js'
+import { createShm } from '../../core/shm/layout.js'
+import { requireTool } from './util.js'
+
+test('metrics: generation service families once attached', async () => {
+  const promtool = requireTool('promtool', 'prometheus')
+  const dir = mkdtempSync(join(tmpdir(), 'lb-gen-metrics-'))
+  const file = join(dir, 'lb.toml')
+  writeFileSync(file, '[entrypoints.web]\naddress = "127.0.0.1:1"\n')
+  const config = loadConfig(file)
+  const shm = createShm(1)
+  const slots = new SlotRegistry(shm)
+  slots.apply(config)
+  const log = createLogger('error')
+  const apply = async (): Promise<string[]> => []
+  const store = new ConfigStore(file, apply, log)
+  const m = createMetrics({ configPath: file, config: () => config, generation: () => 1, shm, slots, log, apply, startedAt: Date.now(), store })
+  assert.doesNotMatch(await m.registry.metrics(), /lb_gen_/, 'no generation families before attachGen')
+  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0 }
+  stats.requests.generate.ok = 5
+  stats.requests.chat.busy = 1
+  m.attachGen(() => stats)
+  const text = await m.registry.metrics()
+  assert.match(text, /^lb_gen_requests_total\{endpoint="generate",outcome="ok"\} 5$/m)
+  assert.match(text, /^lb_gen_requests_total\{endpoint="chat",outcome="busy"\} 1$/m)
+  assert.match(text, /^lb_gen_tokens_total 120$/m)
+  assert.match(text, /^lb_gen_prompt_tokens_total 30$/m)
+  assert.match(text, /^lb_gen_queue_depth 2$/m)
+  assert.match(text, /^lb_gen_in_flight 1$/m)
+  stats.tokens = 150
+  assert.match(await m.registry.metrics(), /^lb_gen_tokens_total 150$/m, 'read at scrape time')
+  assert.equal(execFileSync(promtool, ['check', 'metrics'], { input: text, encoding: 'utf8' }).trim(), '')
+})

@@ -1,0 +1,94 @@
+// /metrics: counters move with traffic handled by every worker (one scrape sums
+// all stripes), histograms agree with counters, server families follow
+// runtime changes, reloads are counted, and the output passes
+// `promtool check metrics` (Debian package "prometheus").
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { test } from 'node:test'
+import { request, sleep } from '../helpers.js'
+import { backends, requireTool, sock, startAdminLb } from './util.js'
+
+function sample (text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return total
+}
+
+test('metrics: traffic across workers, server state, reloads, promtool', async (t) => {
+  const promtool = requireTool('promtool', 'prometheus')
+  const [b1, b2] = await backends(2)
+  const config = `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.app]
+rule = "PathPrefix(\`/app\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+name = "s1"
+address = "${b1!.address}"
+check = false
+[[services.web.servers]]
+name = "s2"
+address = "${b2!.address}"
+`
+  const a = await startAdminLb(config, { workers: 2 })
+  t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
+  const scrape = async (): Promise<string> => {
+    const r = await request(`${a.dash}/metrics`)
+    assert.equal(r.status, 200)
+    assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8')
+    return r.body
+  }
+  const before = await scrape()
+  assert.equal(sample(before, 'lb_entrypoint_requests_total'), 0)
+
+  // fresh connections each time: SO_REUSEPORT spreads them over both workers
+  const N = 60
+  await Promise.all(Array.from({ length: N }, (_, i) => request(`${a.lb.url}/app/${i}`)))
+  await Promise.all(Array.from({ length: 10 }, () => request(`${a.lb.url}/app/x`, { method: 'POST', body: 'hello' })))
+  await Promise.all(Array.from({ length: 5 }, () => request(`${a.lb.url}/nowhere`)))
+  const m = await scrape()
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { entrypoint: 'web' }), N + 15)
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { method: 'GET', code: '200' }), N)
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { method: 'POST', code: '200' }), 10)
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { code: '404' }), 5)
+  assert.equal(sample(m, 'lb_router_requests_total', { router: 'app@file', service: 'web@file' }), N + 10)
+  assert.equal(sample(m, 'lb_service_requests_total', { service: 'web@file' }), N + 10)
+  assert.equal(sample(m, 'lb_entrypoint_request_duration_seconds_count'), N + 15)
+  assert.equal(sample(m, 'lb_entrypoint_request_duration_seconds_bucket', { le: '+Inf' }), N + 15)
+  assert.equal(sample(m, 'lb_router_request_duration_seconds_count', { router: 'app@file' }), N + 10)
+  assert.ok(sample(m, 'lb_entrypoint_request_duration_seconds_sum') > 0)
+  assert.equal(sample(m, 'lb_entrypoint_requests_bytes_total'), 50)
+  assert.ok(sample(m, 'lb_entrypoint_responses_bytes_total') >= (N + 10) * 3)
+  assert.equal(sample(m, 'lb_requests_total'), N + 15)
+  assert.equal(sample(m, 'lb_server_selected_total', { server: 's1' }) + sample(m, 'lb_server_selected_total', { server: 's2' }), N + 10)
+  assert.equal(sample(m, 'lb_server_responses_total', { code: '2xx' }), N + 10)
+  assert.equal(sample(m, 'lb_service_server_up', { server: 's1' }), 1)
+  assert.equal(sample(m, 'lb_server_check_up', { server: 's2' }), 1, 's2 is health-checked')
+  assert.equal(sample(m, 'lb_workers'), 2)
+  assert.ok(sample(m, 'process_resident_memory_bytes') > 0, 'process metrics')
+  assert.match(m, /^# TYPE lb_entrypoint_request_duration_seconds histogram$/m)
+
+  // runtime change and a reload show up
+  await sock(a.sock, 'disable server web/s1')
+  a.lb.reload()
+  await sleep(500)
+  const m2 = await scrape()
+  assert.equal(sample(m2, 'lb_service_server_up', { server: 's1' }), 0)
+  assert.equal(sample(m2, 'lb_server_admin_state', { server: 's1', state: 'maint' }), 1)
+  assert.equal(sample(m2, 'lb_config_reloads_total'), 1)
+  assert.equal(sample(m2, 'lb_config_generation'), 2)
+  assert.equal(sample(m2, 'lb_config_last_reload_success'), 1)
+
+  let out = ''
+  try {
+    out = execFileSync(promtool, ['check', 'metrics'], { input: m2, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] })
+  } catch (err) {
+    const e = err as { stdout: string, stderr: string }
+    assert.fail(`promtool check metrics failed:\n${e.stdout}${e.stderr}`)
+  }
+  assert.equal(out.trim(), '')
+})

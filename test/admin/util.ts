@@ -1,0 +1,162 @@
+// Helpers for the management-surface tests: a balancer with the admin
+// listener, dashboard listener and runtime socket on free loopback ports,
+// socket and HTTP one-liners, and golden files (UPDATE_GOLDEN=1 rewrites them).
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
+import { join } from 'node:path'
+import { type Backend, type Lb, type LbOptions, type Reply, ROOT, freePort, request, startBackend, startLb } from '../helpers.js'
+
+export interface AdminLb {
+  readonly lb: Lb
+  readonly admin: string
+  readonly dash: string
+  readonly sock: string
+  readonly adminPort: number
+  readonly dashPort: number
+}
+
+export interface AdminOptions extends LbOptions {
+  /** extra [admin] lines */
+  admin?: string
+  /** [dashboard] lines (default: everything on, insecure) */
+  dashboard?: string
+  /** false: no [runtime_socket] */
+  socket?: boolean
+}
+
+/** `body` is the dynamic part of the config (entry points, routers, services); {{PORT}} is the entry point. */
+export async function startAdminLb (body: string, o: AdminOptions = {}): Promise<AdminLb> {
+  const adminPort = await freePort()
+  const dashPort = await freePort()
+  const text = `${body}
+[admin]
+enabled = true
+address = "127.0.0.1:${adminPort}"
+${o.admin ?? ''}
+
+[dashboard]
+address = "127.0.0.1:${dashPort}"
+${o.dashboard ?? 'api = true\npage = true\nmetrics = true\ninsecure = true'}
+
+[runtime_socket]
+enabled = ${o.socket !== false}
+path = "lb.sock"
+`
+  const lb = await startLb(text, o)
+  await waitLog(lb, /"msg":"management started"/)
+  return { lb, admin: `http://127.0.0.1:${adminPort}`, dash: `http://127.0.0.1:${dashPort}`, sock: join(lb.dir, 'run', 'lb.sock'), adminPort, dashPort }
+}
+
+export async function waitLog (lb: Lb, re: RegExp, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!re.test(lb.log())) {
+    if (lb.proc.exitCode !== null) throw new Error(`lb exited: ${lb.log()}`)
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${re}: ${lb.log()}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+/** The same config again (same ports, same folder): a restart after stop/kill. */
+export async function restartLb (a: AdminLb, opts: LbOptions = {}): Promise<AdminLb> {
+  const { spawn } = await import('node:child_process')
+  const { CLI } = await import('../helpers.js')
+  const proc = spawn(process.execPath, [CLI, 'run', '-c', a.lb.file], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let err = ''
+  proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+  const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
+  const deadline = Date.now() + 15_000
+  while (!/"msg":"management started"/.test(err)) {
+    if (proc.exitCode !== null) throw new Error(`lb exited: ${err}`)
+    if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`lb did not restart: ${err}`) }
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  const lb: Lb = {
+    ...a.lb,
+    proc,
+    log: () => err,
+    stdout: () => '',
+    reload: () => { proc.kill('SIGHUP') },
+    stop: async (signal = 'SIGTERM') => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    },
+  }
+  return { ...a, lb }
+}
+
+/** Sends one line on the runtime socket and returns everything until the server closes. */
+export function sock (path: string, line: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(path)
+    let out = ''
+    c.setEncoding('utf8')
+    c.on('data', (d: string) => { out += d })
+    c.on('error', reject)
+    c.on('close', () => resolve(out))
+    c.on('connect', () => c.write(line + '\n'))
+  })
+}
+
+export async function json (url: string, opts: Parameters<typeof request>[1] = {}): Promise<Reply & { json: unknown }> {
+  const r = await request(url, opts)
+  let parsed: unknown = null
+  try { parsed = JSON.parse(r.body) } catch { /* not JSON */ }
+  return { ...r, json: parsed }
+}
+
+export function send (method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply & { json: unknown }> {
+  const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body)
+  return json(url, { method, body: text, headers: text === undefined ? headers : { 'content-type': 'application/json', ...headers } })
+}
+
+const GOLDEN = join(ROOT, 'test', 'golden')
+
+/** Compares `actual` (after `normalize`) with test/golden/NAME; UPDATE_GOLDEN=1 writes it instead. */
+export function golden (name: string, actual: unknown): void {
+  const file = join(GOLDEN, name)
+  const text = typeof actual === 'string' ? actual : JSON.stringify(actual, null, 2) + '\n'
+  if (process.env.UPDATE_GOLDEN === '1' || !existsSync(file)) {
+    if (process.env.UPDATE_GOLDEN !== '1' && process.env.CI === 'true') assert.fail(`golden file ${name} is missing (run with UPDATE_GOLDEN=1)`)
+    mkdirSync(GOLDEN, { recursive: true })
+    writeFileSync(file, text)
+    return
+  }
+  assert.equal(text, readFileSync(file, 'utf8'), `response differs from test/golden/${name} (UPDATE_GOLDEN=1 rewrites it)`)
+}
+
+/** Replaces run-specific values (ports, folders) with placeholders. */
+export function normalize (text: string, map: Record<string, string | number>): string {
+  let t = text
+  for (const [k, v] of Object.entries(map)) t = t.split(String(v)).join(k)
+  return t
+}
+
+/** Fails with a clear message (never skips) when a tool the test needs is missing. */
+export function requireTool (tool: string, pkg: string): string {
+  try {
+    return execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim()
+  } catch {
+    assert.fail(`${tool} is not installed: apt-get install -y ${pkg}`)
+  }
+}
+
+export async function backends (n: number): Promise<Backend[]> {
+  const out: Backend[] = []
+  for (let i = 1; i <= n; i++) out.push(await startBackend(`b${i}`))
+  return out
+}
+
+export function webConfig (servers: string[], extra = ''): string {
+  return `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+
+[services.web]
+${servers.map((s, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "${s}"\ncheck = false\n`).join('\n')}
+${extra}`
+}

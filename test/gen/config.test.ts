@@ -1,0 +1,76 @@
+// The [generation] table: defaults, precise problems, relative paths.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Checker } from '../../core/config/check.js'
+import { checkGeneration, parseKeepAlive } from '../../core/gen/config.js'
+import { parseKeepAliveValue } from '../../core/gen/api.js'
+
+test('defaults of an empty [generation] table', () => {
+  const c = new Checker()
+  const g = checkGeneration(c, { ollama_models: 'off' }, 'generation', '/etc/lb')
+  assert.deepEqual(c.problems, [])
+  assert.equal(g.enabled, true)
+  assert.equal(g.socket, '/etc/lb/run/gen.sock')
+  assert.equal(g.listen, '')
+  assert.equal(g.threads, 1)
+  assert.equal(g.parallel, 4)
+  assert.equal(g.contexts, 2)
+  assert.equal(g.maxQueue, 512)
+  assert.equal(g.keepAliveMs, 300_000)
+  assert.equal(g.requestTimeoutMs, 300_000)
+  assert.equal(g.ollamaModels, '')
+  assert.equal(g.builtinModel, true)
+  assert.equal(g.streamBatchMs, 10)
+})
+
+test('every problem is reported with its key path', () => {
+  const c = new Checker()
+  const g = checkGeneration(c, {
+    listen: 'localhost', threads: 0, keep_alive: 'soon', request_timeout: 5, colour: 'red', models: { 'bad name': 'x.gguf', ok: 3 },
+  }, 'generation', '/etc/lb')
+  assert.deepEqual(c.problems.sort(), [
+    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, models)',
+    'generation.keep_alive: expected a duration like "5m", "0" or "-1" (forever), found "soon"',
+    'generation.listen: expected an address like "127.0.0.1:11434" (or "" for none), found "localhost"',
+    'generation.models."bad name": expected a model name like "name" or "name:tag", found "bad name"',
+    'generation.models.ok: expected a path to a .gguf file, found number 3',
+    'generation.request_timeout: expected a duration like "5s" or "250ms" of at least 1ms, found number 5',
+    'generation.threads: expected an integer from 1 to 256, found number 0',
+  ])
+  assert.equal(g.threads, 1, 'a bad value falls back to the default')
+})
+
+test('relative paths resolve against the config folder; model names are canonical', () => {
+  const c = new Checker()
+  const g = checkGeneration(c, { socket: '/run/x.sock', models_dir: 'models', ollama_models: 'store', models: { 'Stories': 'm/s.gguf', 'x:7b': '/abs.gguf' } }, 'generation', '/srv/lb')
+  assert.deepEqual(c.problems, [])
+  assert.equal(g.socket, '/run/x.sock')
+  assert.equal(g.modelsDir, '/srv/lb/models')
+  assert.equal(g.ollamaModels, '/srv/lb/store')
+  assert.deepEqual(g.models, { 'stories:latest': '/srv/lb/m/s.gguf', 'x:7b': '/abs.gguf' })
+})
+
+test('OLLAMA_MODELS is honoured when ollama_models is not set', () => {
+  const old = process.env.OLLAMA_MODELS
+  process.env.OLLAMA_MODELS = '/data/ollama'
+  try {
+    const g = checkGeneration(new Checker(), {}, 'generation', '/')
+    assert.equal(g.ollamaModels, '/data/ollama')
+  } finally {
+    if (old === undefined) delete process.env.OLLAMA_MODELS
+    else process.env.OLLAMA_MODELS = old
+  }
+})
+
+test('keep_alive values: config strings and request values', () => {
+  assert.equal(parseKeepAlive('5m'), 300_000)
+  assert.equal(parseKeepAlive('-1'), -1)
+  assert.equal(parseKeepAlive('0'), 0)
+  assert.equal(parseKeepAliveValue(30), 30_000)
+  assert.equal(parseKeepAliveValue(-1), -1)
+  assert.equal(parseKeepAliveValue('1h30m'), 5_400_000)
+  assert.equal(parseKeepAliveValue('-1m'), -1)
+  assert.equal(parseKeepAliveValue('-1'), -1)
+  assert.ok(Number.isNaN(parseKeepAliveValue('soon')))
+})

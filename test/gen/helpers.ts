@@ -1,0 +1,122 @@
+// Shared by the generation tests: start the real generation service (real
+// runner process, real models) on a temporary unix socket plus a TCP port,
+// and small HTTP helpers. Everything started here is stopped in t.after.
+
+import type { TestContext } from 'node:test'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { request } from 'undici'
+import { Checker } from '../../core/config/check.js'
+import { checkGeneration, type GenerationConf } from '../../core/gen/config.js'
+import { startGeneration, type GenerationService } from '../../core/gen/service.js'
+import { createLogger } from '../../core/log.js'
+
+/** The repository root (this file runs as dist/test/gen/helpers.js). */
+export const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..')
+/** The shared model fixtures, beside the clone. */
+export const FIXTURES = resolve(REPO, '..', 'shared', 'models')
+export const STORIES = join(FIXTURES, 'stories260K.gguf')
+export const RANDOM = join(FIXTURES, 'llama-2-tiny-random.gguf')
+export const HOSTILE = join(FIXTURES, 'TinyStories-656K-Q8_0.gguf')
+
+export interface Gen {
+  svc: GenerationService
+  conf: GenerationConf
+  /** http://127.0.0.1:PORT of the TCP listener ('' without one). */
+  base: string
+  dir: string
+}
+
+export async function tempDir (t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'lb-gen-'))
+  t.after(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** Starts the service with the fixtures as models "stories", "random" and "hostile"; `raw` overrides [generation] keys. */
+export async function startGen (t: TestContext, raw: Record<string, unknown> = {}): Promise<Gen> {
+  const dir = await tempDir(t)
+  const c = new Checker()
+  const conf = checkGeneration(c, {
+    socket: 'gen.sock',
+    listen: '127.0.0.1:0',
+    ollama_models: 'off',
+    restart_delay: '20ms',
+    models: { stories: STORIES, random: RANDOM, hostile: HOSTILE },
+    ...raw,
+  }, 'generation', dir)
+  if (c.problems.length > 0) throw new Error(c.problems.join('\n'))
+  const svc = await startGeneration(conf, createLogger(process.env.LB_TEST_LOG === '1' ? 'debug' : 'error'))
+  t.after(() => svc.close())
+  return { svc, conf, base: svc.tcpAddress === null ? '' : `http://127.0.0.1:${svc.tcpAddress.port}`, dir }
+}
+
+export interface Reply { status: number, type: string, text: string, json: any }
+
+/** POSTs a JSON body (a string is sent as is) and reads the whole reply. */
+export async function post (base: string, path: string, body: unknown): Promise<Reply> {
+  const r = await request(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  return await read(r)
+}
+
+export async function get (base: string, path: string): Promise<Reply> {
+  return await read(await request(`${base}${path}`))
+}
+
+async function read (r: Awaited<ReturnType<typeof request>>): Promise<Reply> {
+  const text = await r.body.text()
+  let json: unknown = null
+  try { json = JSON.parse(text) } catch { json = null }
+  return { status: r.statusCode, type: String(r.headers['content-type'] ?? ''), text, json }
+}
+
+/** The objects of an NDJSON body; fails on a line that is not JSON. */
+export function lines (text: string): any[] {
+  return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+}
+
+/** Polls until `f` returns true (or throws after `ms`). */
+export async function until (f: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/**
+ * Checks `v` against the JSON Schema subset the format tests use (type,
+ * properties, required, additionalProperties false, items, enum, min/maxItems);
+ * returns the first mismatch or null.
+ */
+export function schemaMismatch (schema: any, v: unknown, at = '$'): string | null {
+  const types: string[] = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type]
+  const typeOf = (x: unknown): string => x === null ? 'null' : Array.isArray(x) ? 'array' : typeof x === 'number' ? (Number.isInteger(x) ? 'integer' : 'number') : typeof x
+  if (types.length > 0) {
+    const t = typeOf(v)
+    if (!types.includes(t) && !(t === 'integer' && types.includes('number'))) return `${at}: expected ${types.join('|')}, got ${t}`
+  }
+  if (schema.enum !== undefined && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(v))) return `${at}: not in enum`
+  if (typeOf(v) === 'object') {
+    const o = v as Record<string, unknown>
+    for (const k of schema.required ?? []) if (!(k in o)) return `${at}: missing ${k}`
+    for (const [k, sub] of Object.entries(schema.properties ?? {})) {
+      if (k in o) { const m = schemaMismatch(sub, o[k], `${at}.${k}`); if (m !== null) return m }
+    }
+    if (schema.additionalProperties === false) {
+      for (const k of Object.keys(o)) if (!(k in (schema.properties ?? {}))) return `${at}: unexpected ${k}`
+    }
+  }
+  if (Array.isArray(v)) {
+    if (schema.minItems !== undefined && v.length < schema.minItems) return `${at}: fewer than ${schema.minItems} items`
+    if (schema.maxItems !== undefined && v.length > schema.maxItems) return `${at}: more than ${schema.maxItems} items`
+    if (schema.items !== undefined) for (let i = 0; i < v.length; i++) { const m = schemaMismatch(schema.items, v[i], `${at}[${i}]`); if (m !== null) return m }
+  }
+  return null
+}

@@ -1,0 +1,64 @@
+// Shared by the middleware tests: a balancer config with one backend and
+// routers carrying middlewares, and config-problem capture.
+import { strict as assert } from 'node:assert'
+import http from 'node:http'
+import { parseConfig } from '../../core/config/load.js'
+import { type Reply, request } from '../helpers.js'
+
+/**
+ * Entry point `web` on {{PORT}}; `routers` maps a path prefix to its
+ * middleware names (each router gets its own name r0, r1, ...), all to
+ * service `web` at `backend`. `middlewares` is raw TOML.
+ */
+export function mwConfig (backend: string, middlewares: string, routers: Record<string, string[]>): string {
+  const r = Object.entries(routers).map(([prefix, mws], i) => `[routers.r${i}]
+rule = "PathPrefix(\`${prefix}\`)"
+service = "web"
+middlewares = ${JSON.stringify(mws)}
+`).join('\n')
+  return `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+
+${r}
+[services.web]
+[[services.web.servers]]
+address = "${backend}"
+check = false
+
+${middlewares}`
+}
+
+/** The problems a config is rejected with (fails the test when it is accepted). */
+export function problems (text: string, file = '/etc/lb/test.toml'): string {
+  try {
+    parseConfig(text, file)
+  } catch (err) {
+    return (err as Error).message
+  }
+  assert.fail('expected the config to be rejected')
+}
+
+/** Config text with one middleware named `m` and nothing else that could be wrong. */
+export function oneMiddleware (body: string): string {
+  return mwConfig('127.0.0.1:1', `[middlewares.m]\n${body}\n`, { '/': ['m'] })
+}
+
+/** `n` requests with at most `concurrency` in flight, each on its own connection from `localAddress`. */
+export async function burst (url: string, n: number, concurrency: number, opts: http.RequestOptions = {}): Promise<Reply[]> {
+  const out: Reply[] = []
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < n) {
+      next++
+      out.push(await request(url, opts))
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return out
+}
+
+export function statuses (rs: Reply[]): Record<number, number> {
+  const c: Record<number, number> = {}
+  for (const r of rs) c[r.status] = (c[r.status] ?? 0) + 1
+  return c
+}

@@ -1,0 +1,227 @@
+// TCP mode through the real balancer (2 workers): raw bytes both ways with
+// half-close, balancing, failover when a server dies, TCP health checks, the
+// idle time-out, and the connection census and cap counting TCP connections.
+import { strict as assert } from 'node:assert'
+import { createHash } from 'node:crypto'
+import net from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { type Lb, freePort, request, sleep, startLb } from '../helpers.js'
+
+interface Echo {
+  readonly name: string
+  port: number
+  readonly address: string
+  readonly sockets: Set<net.Socket>
+  stop (): Promise<void>
+  start (): Promise<void>
+}
+
+/** A TCP echo server: greets with "<name>\n", echoes everything, answers a half-close with its own. */
+async function startEcho (name: string, port = 0): Promise<Echo> {
+  const sockets = new Set<net.Socket>()
+  let server: net.Server | null = null
+  const e: Echo = {
+    name,
+    port,
+    address: '',
+    sockets,
+    start: async () => {
+      server = net.createServer({ allowHalfOpen: true }, (s) => {
+        sockets.add(s)
+        s.on('close', () => sockets.delete(s))
+        s.on('error', () => undefined)
+        s.write(`${name}\n`)
+        s.pipe(s)
+      })
+      await new Promise<void>((resolve) => server!.listen(e.port, '127.0.0.1', resolve))
+      e.port = (server.address() as net.AddressInfo).port
+      Object.assign(e, { address: `127.0.0.1:${e.port}` })
+    },
+    stop: () => new Promise((resolve) => {
+      for (const s of sockets) s.destroy()
+      if (server === null) resolve()
+      else server.close(() => resolve())
+      server = null
+    }),
+  }
+  await e.start()
+  return e
+}
+
+interface Conn { sock: net.Socket, greeting: Promise<string>, data: () => Buffer, ended: Promise<void> }
+
+/** Connects and reads the greeting line; collects the rest. */
+function open (port: number): Conn {
+  const sock = net.connect(port, '127.0.0.1')
+  const chunks: Buffer[] = []
+  let resolveGreeting: (s: string) => void = () => undefined
+  const greeting = new Promise<string>((resolve, reject) => {
+    resolveGreeting = resolve
+    sock.once('error', reject)
+    sock.once('close', () => reject(new Error('closed before the greeting')))
+  })
+  let buffered = Buffer.alloc(0)
+  let greeted = false
+  sock.on('data', (d: Buffer) => {
+    if (greeted) {
+      chunks.push(d)
+      return
+    }
+    buffered = Buffer.concat([buffered, d])
+    const nl = buffered.indexOf(10)
+    if (nl < 0) return
+    greeted = true
+    resolveGreeting(buffered.subarray(0, nl).toString())
+    if (nl + 1 < buffered.length) chunks.push(buffered.subarray(nl + 1))
+  })
+  const ended = new Promise<void>((resolve) => sock.once('close', () => resolve()))
+  return { sock, greeting, data: () => Buffer.concat(chunks), ended }
+}
+
+const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
+
+function tcpConfig (servers: string[], extra = '', global = ''): string {
+  return `[global]
+workers = 2
+access_log = "off"
+${global}
+[timeouts]
+tunnel = "2s"
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[entrypoints.db]
+address = "127.0.0.1:{{TCP}}"
+protocol = "tcp"
+service = "echo"
+[routers.status]
+rule = "Path(\`/status\`)"
+service = "status"
+[services.status]
+kind = "status"
+[services.echo]
+[services.echo.health_check]
+type = "tcp"
+interval = "200ms"
+timeout = "200ms"
+rise = 2
+fall = 2
+${servers.map((a, i) => `[[services.echo.servers]]\nname = "s${i + 1}"\naddress = "${a}"\nmax_fails = 1\nfail_timeout = "1s"`).join('\n')}
+${extra}`
+}
+
+describe('TCP mode', () => {
+  let a: Echo, b: Echo, lb: Lb, tcp: number
+  before(async () => {
+    a = await startEcho('a')
+    b = await startEcho('b')
+    tcp = await freePort()
+    lb = await startLb(tcpConfig([a.address, b.address]).replaceAll('{{TCP}}', String(tcp)))
+    // both servers pass their first checks (rise 2)
+    await sleep(600)
+  })
+  after(async () => { await lb.stop(); await a.stop(); await b.stop() })
+
+  test('bytes relay both ways; a half-close passes through; round robin over the servers', async () => {
+    const names: string[] = []
+    for (let i = 0; i < 4; i++) {
+      const c = open(tcp)
+      names.push(await c.greeting)
+      c.sock.destroy()
+    }
+    assert.deepEqual([...names].sort(), ['a', 'a', 'b', 'b'])
+    // 8 MiB up, then the client shuts down its side: the whole echo comes back, then the server's end
+    const c = open(tcp)
+    await c.greeting
+    const big = Buffer.alloc(8 * 1024 * 1024)
+    for (let i = 0; i < big.length; i += 4096) big.writeUInt32BE(i, i)
+    c.sock.end(big)
+    await c.ended
+    assert.equal(c.data().length, big.length)
+    assert.equal(sha(c.data()), sha(big))
+  })
+
+  test('the connection census counts TCP connections (status page)', async () => {
+    const conns = [open(tcp), open(tcp), open(tcp)]
+    await Promise.all(conns.map((c) => c.greeting))
+    await sleep(600) // census period 250 ms
+    const status = await request(`${lb.url}/status`)
+    const active = Number(/Active connections: (\d+)/.exec(status.body)![1])
+    assert.ok(active >= 3, `Active connections: ${active}`)
+    for (const c of conns) c.sock.destroy()
+  })
+
+  test('failover: when a server dies, new connections go to the other one; the check marks it DOWN, then UP', async () => {
+    const onB = open(tcp)
+    const first = open(tcp)
+    const greetings = [await onB.greeting, await first.greeting]
+    const victim = greetings[0] === 'b' ? onB : first
+    await b.stop()
+    await victim.ended // its session ends with its server
+    // right away, before any check ran: the failed connect is retried on a
+    for (let i = 0; i < 6; i++) {
+      const c = open(tcp)
+      assert.equal(await c.greeting, 'a')
+      c.sock.destroy()
+    }
+    for (let i = 0; i < 100 && !/server DOWN.*"server":"s2"/.test(lb.log()); i++) await sleep(20)
+    assert.match(lb.log(), /server DOWN.*"check":"L4CON"/)
+    await b.start()
+    for (let i = 0; i < 100 && !/server UP.*"server":"s2"/.test(lb.log()); i++) await sleep(20)
+    assert.match(lb.log(), /server UP.*"server":"s2"/)
+    await sleep(1100) // passive fail_timeout
+    const names: string[] = []
+    for (let i = 0; i < 4; i++) {
+      const c = open(tcp)
+      names.push(await c.greeting)
+      c.sock.destroy()
+    }
+    assert.deepEqual([...names].sort(), ['a', 'a', 'b', 'b'])
+    onB.sock.destroy()
+    first.sock.destroy()
+  })
+
+  test('idle time-out (timeouts.tunnel): traffic keeps a session open, silence closes it', async () => {
+    const c = open(tcp)
+    await c.greeting
+    for (let i = 0; i < 5; i++) {
+      await sleep(500) // 2.5 s in all, longer than the 2 s time-out
+      c.sock.write('x')
+    }
+    assert.equal(c.sock.destroyed, false)
+    const t0 = Date.now()
+    await c.ended
+    const waited = Date.now() - t0
+    assert.ok(waited > 1500 && waited < 4000, `closed after ${waited} ms of silence`)
+  })
+})
+
+test('TCP connections count toward global.max_connections: at the cap new ones are refused', async (t) => {
+  const a = await startEcho('a')
+  const tcp = await freePort()
+  const lb = await startLb(tcpConfig([a.address], '', 'max_connections = 3').replaceAll('{{TCP}}', String(tcp)))
+  t.after(async () => { await lb.stop(); await a.stop() })
+  const conns = [open(tcp), open(tcp), open(tcp)]
+  await Promise.all(conns.map((c) => c.greeting))
+  const probe = (): Promise<string> => new Promise((resolve) => {
+    const s = net.connect(tcp, '127.0.0.1')
+    s.on('connect', () => { s.destroy(); resolve('connected') })
+    s.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message))
+  })
+  // the census runs every 250 ms: within a few periods the listeners stop accepting
+  let refused = ''
+  for (let i = 0; i < 30 && refused !== 'ECONNREFUSED'; i++) {
+    await sleep(100)
+    refused = await probe()
+  }
+  assert.equal(refused, 'ECONNREFUSED')
+  conns[0]!.sock.destroy()
+  let accepted = ''
+  for (let i = 0; i < 30 && accepted !== 'connected'; i++) {
+    await sleep(100)
+    accepted = await probe()
+  }
+  assert.equal(accepted, 'connected', 'accepting again below the cap')
+  const again = open(tcp)
+  assert.equal(await again.greeting, 'a')
+  for (const c of [...conns, again]) c.sock.destroy()
+})

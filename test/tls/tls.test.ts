@@ -1,0 +1,322 @@
+// HTTPS and mTLS entry points through the real balancer (2 workers), checked
+// with Debian's `openssl s_client` and node:tls: protocol versions, the seed's
+// TLS 1.3 suites, configurable TLS 1.2 ciphers, client certificates, SNI, the
+// HTTP → HTTPS redirect, and certificates re-read on SIGHUP without dropping
+// connections. Certificates are made per run (test/tls/certs.ts).
+import { strict as assert } from 'node:assert'
+import { copyFileSync, readFileSync, renameSync } from 'node:fs'
+import https from 'node:https'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { type Backend, type Lb, freePort, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Certs, fingerprint, handshake, makeCerts, makePair, sClient } from './certs.js'
+import { connect, nextMessage, startWsEcho } from '../ws/echo.js'
+
+interface Got { status: number, headers: Record<string, string | string[] | undefined>, body: string, localPort: number }
+
+function get (port: number, path: string, opts: https.RequestOptions = {}): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, path, servername: 'localhost', agent: false, ...opts }, (res) => {
+      const localPort = res.socket.localPort ?? 0
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { body += d })
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body, localPort }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+const echoHeaders: Parameters<typeof startBackend>[1] = (req, res, name) => {
+  req.resume()
+  req.on('end', () => {
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify({ name, url: req.url, headers: req.headers }))
+  })
+}
+
+function tlsTable (name: string, cert: string, key: string, extra = ''): string {
+  return `[entrypoints.${name}.tls]\ncert = "${cert}"\nkey = "${key}"\n${extra}\n`
+}
+
+function routes (backend: string): string {
+  return `[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+address = "${backend}"
+check = false
+`
+}
+
+let certs: Certs
+before(() => { certs = makeCerts() })
+
+describe('https entry point (uWS)', () => {
+  let backend: Backend, lb: Lb, narrow: number
+  before(async () => {
+    backend = await startBackend('web', echoHeaders)
+    narrow = await freePort()
+    lb = await startLb(`
+[entrypoints.websecure]
+address = "127.0.0.1:{{PORT}}"
+protocol = "https"
+${tlsTable('websecure', certs.server.cert, certs.server.key)}
+[[entrypoints.websecure.tls.sni]]
+cert = "${certs.other.cert}"
+key = "${certs.other.key}"
+[[entrypoints.websecure.tls.sni]]
+cert = "${certs.wild.cert}"
+key = "${certs.wild.key}"
+
+[entrypoints.narrow]
+address = "127.0.0.1:${narrow}"
+protocol = "https"
+${tlsTable('narrow', certs.server.cert, certs.server.key, 'ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256"')}
+${routes(backend.address)}`)
+  })
+  after(async () => { await lb.stop(); await backend.close() })
+
+  test('TLS 1.0 and 1.1 handshakes are refused, 1.2 and 1.3 accepted (openssl s_client)', () => {
+    for (const v of ['-tls1', '-tls1_1']) {
+      // SECLEVEL=0 so that the client really offers the old version: the refusal must come from the server
+      assert.match(sClient(lb.port, [v, '-cipher', 'DEFAULT@SECLEVEL=0']), /alert protocol version/, v)
+    }
+    assert.match(sClient(lb.port, ['-tls1_2']), /New, TLSv1\.2, Cipher is ECDHE-ECDSA-AES/)
+    assert.match(sClient(lb.port, ['-tls1_3']), /New, TLSv1\.3, Cipher is TLS_AES_/)
+  })
+
+  test('the seed\'s TLS 1.3 suites are offered; BoringSSL also offers CHACHA20 (documented limit)', () => {
+    for (const suite of ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384']) {
+      assert.match(sClient(lb.port, ['-tls1_3', '-ciphersuites', suite]), new RegExp(`New, TLSv1\\.3, Cipher is ${suite}`))
+    }
+    // uWS's BoringSSL cannot restrict TLS 1.3 suites (docs/tls-ws-tcp.md); the mTLS path can (below)
+    assert.match(sClient(lb.port, ['-tls1_3', '-ciphersuites', 'TLS_CHACHA20_POLY1305_SHA256']), /Cipher is TLS_CHACHA20_POLY1305_SHA256/)
+  })
+
+  test('TLS 1.2 ciphers are configurable', async () => {
+    assert.match(sClient(narrow, ['-tls1_2', '-cipher', 'ECDHE-ECDSA-AES128-GCM-SHA256']), /Cipher is ECDHE-ECDSA-AES128-GCM-SHA256/)
+    assert.match(sClient(narrow, ['-tls1_2', '-cipher', 'ECDHE-ECDSA-AES256-GCM-SHA384']), /alert handshake failure/)
+    // the default list takes it
+    assert.match(sClient(lb.port, ['-tls1_2', '-cipher', 'ECDHE-ECDSA-AES256-GCM-SHA384']), /Cipher is ECDHE-ECDSA-AES256-GCM-SHA384/)
+    // node:tls agrees
+    await assert.rejects(handshake(narrow, { maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384' }), /handshake failure/)
+    await assert.rejects(handshake(lb.port, { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }), /protocol version/)
+  })
+
+  test('SNI picks the certificate: exact name, wildcard, default for others and for no name', async () => {
+    assert.equal((await handshake(lb.port, { servername: 'other.test' })).peer, fingerprint(certs.other.cert))
+    assert.equal((await handshake(lb.port, { servername: 'a.wild.test' })).peer, fingerprint(certs.wild.cert))
+    assert.equal((await handshake(lb.port, { servername: 'localhost' })).peer, fingerprint(certs.server.cert))
+    assert.equal((await handshake(lb.port, { servername: 'b.a.wild.test' })).peer, fingerprint(certs.server.cert))
+    assert.equal((await handshake(lb.port, {})).peer, fingerprint(certs.server.cert))
+  })
+
+  test('requests are proxied with X-Forwarded-Proto https; the certificate verifies against the CA', async () => {
+    const r = await get(lb.port, '/x?y=1', { ca: readPem(certs.ca) })
+    assert.equal(r.status, 200)
+    const seen = JSON.parse(r.body) as { url: string, headers: Record<string, string> }
+    assert.equal(seen.url, '/x?y=1')
+    assert.equal(seen.headers['x-forwarded-proto'], 'https')
+    assert.equal(seen.headers['x-real-ip'], '127.0.0.1')
+  })
+})
+
+describe('mTLS entry point (node:tls terminator in front of the workers)', () => {
+  let backend: Backend, lb: Lb
+  before(async () => {
+    backend = await startBackend('web', echoHeaders)
+    lb = await startLb(`
+[entrypoints.mtls]
+address = "127.0.0.1:{{PORT}}"
+protocol = "https"
+${tlsTable('mtls', certs.server.cert, certs.server.key, `ca = "${certs.ca}"`)}
+[[entrypoints.mtls.tls.sni]]
+cert = "${certs.other.cert}"
+key = "${certs.other.key}"
+${routes(backend.address)}`)
+  })
+  after(async () => { await lb.stop(); await backend.close() })
+
+  test('no client certificate and an untrusted one are refused at the handshake; a trusted one is served', async () => {
+    // openssl: TLS 1.3 reports the refusal as an alert after its handshake messages, TLS 1.2 during it
+    assert.match(sClient(lb.port, ['-tls1_3', '-ign_eof']), /alert certificate required/)
+    assert.match(sClient(lb.port, ['-tls1_2']), /alert handshake failure/)
+    await assert.rejects(handshake(lb.port, {}), /certificate required/)
+    // an untrusted certificate: node:tls checks it once OpenSSL's handshake is done and closes the
+    // connection at once, before a byte of the request is read (without an alert: docs/tls-ws-tcp.md)
+    assert.match(sClient(lb.port, ['-ign_eof', '-cert', certs.stranger.cert, '-key', certs.stranger.key]), /unexpected eof/)
+    await assert.rejects(get(lb.port, '/stranger', { ca: readPem(certs.ca), cert: readPem(certs.stranger.cert), key: readPem(certs.stranger.key) }),
+      /socket hang up|ECONNRESET/)
+    await assert.rejects(get(lb.port, '/nobody', { ca: readPem(certs.ca) }), /certificate required|socket hang up|ECONNRESET/)
+    const ok = await get(lb.port, '/who', { ca: readPem(certs.ca), cert: readPem(certs.client.cert), key: readPem(certs.client.key) })
+    assert.equal(ok.status, 200)
+    const seen = JSON.parse(ok.body) as { headers: Record<string, string> }
+    assert.equal(seen.headers['x-forwarded-proto'], 'https')
+    // the client's address crossed the internal hop in the PROXY v2 header
+    assert.equal(seen.headers['x-real-ip'], '127.0.0.1')
+    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1')
+    assert.deepEqual(backend.requests.map((r) => r.url), ['/who'], 'only the request with a trusted certificate reached the backend')
+  })
+
+  test('TLS 1.0/1.1 refused; TLS 1.3 limited to the seed\'s two suites; SNI picks the certificate', async () => {
+    const me = ['-cert', certs.client.cert, '-key', certs.client.key]
+    assert.match(sClient(lb.port, ['-tls1_1', '-cipher', 'DEFAULT@SECLEVEL=0', ...me]), /alert protocol version/)
+    assert.match(sClient(lb.port, ['-tls1_2', ...me]), /New, TLSv1\.2/)
+    for (const suite of ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384']) {
+      assert.match(sClient(lb.port, ['-tls1_3', '-ciphersuites', suite, ...me]), new RegExp(`New, TLSv1\\.3, Cipher is ${suite}`))
+    }
+    assert.match(sClient(lb.port, ['-tls1_3', '-ciphersuites', 'TLS_CHACHA20_POLY1305_SHA256', ...me]), /alert handshake failure/)
+    const client = { cert: readPem(certs.client.cert), key: readPem(certs.client.key) }
+    assert.equal((await handshake(lb.port, { ...client, servername: 'other.test' })).peer, fingerprint(certs.other.cert))
+    assert.equal((await handshake(lb.port, { ...client, servername: 'localhost' })).peer, fingerprint(certs.server.cert))
+  })
+})
+
+function readPem (file: string): Buffer {
+  return readFileSync(file)
+}
+
+describe('certificates re-read on SIGHUP', () => {
+  let backend: Backend, echo: Awaited<ReturnType<typeof startWsEcho>>, lb: Lb, mtls: number, live: { cert: string, key: string }
+  before(async () => {
+    backend = await startBackend('web', echoHeaders)
+    echo = await startWsEcho('ws')
+    mtls = await freePort()
+    // the files the config names; the test swaps their contents
+    live = { cert: join(certs.dir, 'live.crt'), key: join(certs.dir, 'live.key') }
+    copyFileSync(certs.server.cert, live.cert)
+    copyFileSync(certs.server.key, live.key)
+    lb = await startLb(`
+[entrypoints.websecure]
+address = "127.0.0.1:{{PORT}}"
+protocol = "https"
+${tlsTable('websecure', live.cert, live.key)}
+[entrypoints.mtls]
+address = "127.0.0.1:${mtls}"
+protocol = "https"
+${tlsTable('mtls', live.cert, live.key, `ca = "${certs.ca}"`)}
+[routers.ws]
+rule = "PathPrefix(\`/ws\`)"
+service = "ws"
+[services.ws]
+[[services.ws.servers]]
+address = "${echo.address}"
+check = false
+${routes(backend.address)}`)
+  })
+  after(async () => { await lb.stop(); await backend.close(); await echo.close() })
+
+  test('new connections get the new certificate; keep-alive connections and WebSockets stay up; no handshake fails', async () => {
+    const client = { cert: readPem(certs.client.cert), key: readPem(certs.client.key) }
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: readPem(certs.ca), servername: 'localhost' })
+    const before1 = await get(lb.port, '/a', { agent, ca: readPem(certs.ca) })
+    const ws = await connect(`wss://localhost:${lb.port}/ws`, { ca: readPem(certs.ca) })
+    const old = fingerprint(certs.server.cert)
+    assert.equal((await handshake(lb.port)).peer, old)
+
+    // new handshakes keep coming while the certificate changes
+    let stop = false
+    const failures: string[] = []
+    let handshakes = 0
+    const load = (async () => {
+      while (!stop) {
+        try {
+          await handshake(lb.port)
+          handshakes++
+        } catch (err) {
+          failures.push((err as Error).message)
+        }
+      }
+    })()
+
+    const next = makePair(certs.dir, 'next', 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
+    // atomic replacement, key first: the same way certbot's symlink swap looks to a reader
+    copyFileSync(next.key, live.key + '.tmp')
+    renameSync(live.key + '.tmp', live.key)
+    copyFileSync(next.cert, live.cert + '.tmp')
+    renameSync(live.cert + '.tmp', live.cert)
+    lb.reload()
+    const want = fingerprint(next.cert)
+    for (let i = 0; i < 300 && (await handshake(lb.port)).peer !== want; i++) await sleep(20)
+    for (let i = 0; i < 300 && (await handshake(mtls, client)).peer !== want; i++) await sleep(20)
+    await sleep(200)
+    stop = true
+    await load
+
+    assert.equal((await handshake(lb.port)).peer, want, 'https entry point serves the new certificate')
+    assert.equal((await handshake(mtls, client)).peer, want, 'mTLS entry point serves the new certificate')
+    assert.deepEqual(failures, [], `${handshakes} handshakes during the swap`)
+    assert.ok(handshakes > 5, `${handshakes} handshakes during the swap`)
+    // the keep-alive connection made before the swap is still the one in use
+    const after1 = await get(lb.port, '/b', { agent, ca: readPem(certs.ca) })
+    assert.equal(after1.status, 200)
+    assert.equal(after1.localPort, before1.localPort, 'same client connection as before the reload')
+    // and the WebSocket opened before it still relays
+    ws.send('still here')
+    assert.equal((await nextMessage(ws)).data.toString(), 'still here')
+    ws.close()
+    agent.destroy()
+    assert.match(lb.log(), /TLS certificates reloaded.*websecure/)
+    assert.match(lb.log(), /TLS certificates reloaded.*mtls/)
+  })
+
+  test('a reload with unusable certificate files is rejected; the running certificates stay', async () => {
+    const served = (await handshake(lb.port)).peer
+    copyFileSync(certs.other.key, live.key) // no longer matches live.crt
+    lb.reload()
+    for (let i = 0; i < 200 && !/reload rejected/.test(lb.log()); i++) await sleep(20)
+    assert.match(lb.log(), /reload rejected.*entrypoints\.websecure\.tls: .*(mismatch|does not match)/)
+    assert.equal((await handshake(lb.port)).peer, served)
+    assert.equal((await get(lb.port, '/c', { ca: readPem(certs.ca) })).status, 200)
+  })
+})
+
+describe('HTTP → HTTPS with the redirectScheme middleware', () => {
+  let backend: Backend, lb: Lb, secure: number
+  before(async () => {
+    backend = await startBackend('web', echoHeaders)
+    secure = await freePort()
+    lb = await startLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[entrypoints.websecure]
+address = "127.0.0.1:${secure}"
+protocol = "https"
+${tlsTable('websecure', certs.server.cert, certs.server.key)}
+[middlewares.to-https]
+type = "redirectScheme"
+scheme = "https"
+port = ${secure}
+permanent = true
+[routers.redirect]
+rule = "PathPrefix(\`/\`)"
+entrypoints = ["web"]
+middlewares = ["to-https"]
+service = "web"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+entrypoints = ["websecure"]
+service = "web"
+[services.web]
+[[services.web.servers]]
+address = "${backend.address}"
+check = false
+`)
+  })
+  after(async () => { await lb.stop(); await backend.close() })
+
+  test('the plain entry point answers 301 (308 for POST) to the same URL on https, which serves it', async () => {
+    const r = await request(`${lb.url}/a/b?c=1`, { headers: { host: 'localhost' } })
+    assert.equal(r.status, 301)
+    assert.equal(r.headers.location, `https://localhost:${secure}/a/b?c=1`)
+    assert.equal((await request(`${lb.url}/form`, { method: 'POST', headers: { host: 'localhost' } })).status, 308)
+    assert.equal(backend.requests.length, 0, 'nothing reached the backend over plain HTTP')
+    const loc = new URL(r.headers.location!)
+    const s = await get(Number(loc.port), loc.pathname + loc.search, { ca: readPem(certs.ca) })
+    assert.equal(s.status, 200)
+    assert.equal((JSON.parse(s.body) as { url: string }).url, '/a/b?c=1')
+  })
+})
