@@ -9,7 +9,8 @@
 #   bash bench/e2e/run.sh -d 10 -r 3 -c "64 256" -b "small big"
 #
 # Needs: ../shared/bench (beside this repository), root for its setup.sh (apt
-# nginx haproxy wrk), and `npm run build` done. Extra targets: LB_TARGETS env.
+# nginx haproxy wrk), and `npm run build` done. Extra targets: LB_TARGETS env,
+# one NAME=PORT=COMMAND per line.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 harness="${BENCH_HARNESS:-$root/../shared/bench}"
@@ -22,7 +23,8 @@ args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-d 10 -r 3 -c "64 256" -b "small")
 targets=(nginx-1w nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
   "lb=9300=bash $root/bench/e2e/lb-target.sh"
-  ${LB_TARGETS:-})
+  "lb-1w=9301=WORKERS=1 bash $root/bench/e2e/lb-target.sh")
+while IFS= read -r t; do [ -n "$t" ] && targets+=("$t"); done <<< "${LB_TARGETS:-}"
 (cd "$harness" && ./run.sh "${args[@]}" --out "$out" "${targets[@]}")
 node "$root/bench/e2e/cpu-per-100k.js" "$out/results.jsonl" | tee -a "$out/summary.md"
 echo "results: $out"
