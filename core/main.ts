@@ -49,8 +49,10 @@ export async function run (configPath: string, log: Logger = createLogger('info'
   const shm = createShm(config.global.workers)
   const slots = new SlotRegistry(shm)
   let generation = 1
-  // the generation endpoint listens before any worker can route to its socket
-  const gen: GenerationService | null = config.generation.enabled ? await startGeneration(config.generation, log) : null
+  // the generation endpoint listens before any worker can route to its socket; it runs only
+  // when a service routes to it or it has its own listener (a model runner costs memory)
+  const wantGen = config.generation.enabled && (config.services.some((s) => s.kind === 'generate') || config.generation.listen !== '')
+  const gen: GenerationService | null = wantGen ? await startGeneration(config.generation, log) : null
   const supervisor = new Supervisor(shm, config, slots.apply(config), generation, log)
   try {
     await supervisor.start()

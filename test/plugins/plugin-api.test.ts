@@ -82,6 +82,8 @@ mode = "create"
     } finally {
       agent.destroy()
     }
+    // worker log lines reach the control plane's stderr asynchronously
+    for (let i = 0; i < 100 && !/middleware failed on response/.test(lb.log()); i++) await sleep(20)
     const log = lb.log()
     assert.match(log, /"msg":"middleware failed".*"middleware":"thrower".*boom in onRequest/)
     assert.match(log, /"msg":"middleware failed".*"middleware":"thrower".*boom in an async onRequest/)
