@@ -1,6 +1,7 @@
 // Side by side in ONE run: lb, nginx and HAProxy terminating TLS in front of
-// the same loopback backends (the shared harness's nginx backend on
-// :9101/:9102 and a WebSocket echo server on :9131), each with 2 workers or
+// the same loopback backends (the shared harness's nginx backend config, moved
+// to :9141/:9142 so that this can run beside the harness, and a WebSocket echo
+// server on :9131), each with 2 workers or
 // threads and the same TLS settings (lb's defaults). Four loads, each peer
 // once per round, the order of peers reversed every other round:
 //   https-keepalive   wrk -c64 over keep-alive HTTPS: requests/s
@@ -16,8 +17,8 @@
 //   npm run build && node dist/bench/e2e/tls-ws.js [-d SECS] [-r ROUNDS] [--out DIR] [--only LOAD,...]
 //
 // Needs nginx, haproxy, wrk and openssl (Debian packages), ../shared/bench
-// beside this repository (BENCH_HARNESS to override), and ports 9101, 9102,
-// 9109, 9131, 9351, 9361, 9371 free on 127.0.0.1.
+// beside this repository (BENCH_HARNESS to override), and ports 9141, 9142,
+// 9149, 9131, 9351, 9361, 9371 free on 127.0.0.1.
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import https from 'node:https'
@@ -32,6 +33,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const SRC = join(ROOT, 'bench', 'e2e', 'tls-ws')
 const HARNESS = process.env.BENCH_HARNESS ?? resolve(ROOT, '..', 'shared', 'bench')
 const WS_ECHO_PORT = 9131
+/** the harness backend's ports (9101, 9102, stub_status 9109) moved by 40, as the templates expect */
+const BACKEND_PORTS = [9141, 9142]
 
 interface Peer { readonly name: string, readonly port: number, pid: number }
 const PEERS: Peer[] = [{ name: 'nginx', port: 9351, pid: 0 }, { name: 'haproxy', port: 9361, pid: 0 }, { name: 'lb', port: 9371, pid: 0 }]
@@ -197,7 +200,7 @@ function summary (results: Result[]): string {
 async function main (): Promise<void> {
   mkdirSync(OUT, { recursive: true })
   if (!existsSync(join(HARNESS, 'peers', 'backend-nginx.conf'))) throw new Error(`no harness at ${HARNESS} (set BENCH_HARNESS)`)
-  for (const port of [9101, 9102, 9109, WS_ECHO_PORT, ...PEERS.map((p) => p.port)]) {
+  for (const port of [...BACKEND_PORTS, 9149, WS_ECHO_PORT, ...PEERS.map((p) => p.port)]) {
     if (!(await portFree(port))) throw new Error(`127.0.0.1:${port} is in use`)
   }
   const meta = {
@@ -219,9 +222,12 @@ async function main (): Promise<void> {
 
   // backends
   mkdirSync(join(OUT, 'backend', 'tmp'), { recursive: true })
-  start('backend', 'nginx', ['-p', join(OUT, 'backend') + '/', '-e', 'error.log', '-c', join(HARNESS, 'peers', 'backend-nginx.conf'), '-g', 'daemon off;'], OUT)
+  const backendConf = join(OUT, 'backend', 'backend-nginx.conf')
+  writeFileSync(backendConf, readFileSync(join(HARNESS, 'peers', 'backend-nginx.conf'), 'utf8')
+    .replaceAll('127.0.0.1:9101', '127.0.0.1:9141').replaceAll('127.0.0.1:9102', '127.0.0.1:9142').replaceAll('127.0.0.1:9109', '127.0.0.1:9149'))
+  start('backend', 'nginx', ['-p', join(OUT, 'backend') + '/', '-e', 'error.log', '-c', backendConf, '-g', 'daemon off;'], OUT)
   start('ws-echo', 'node', [join(ROOT, 'dist', 'bench', 'e2e', 'ws-echo-server.js'), String(WS_ECHO_PORT)], OUT)
-  for (const port of [9101, 9102, WS_ECHO_PORT]) await waitListening(port)
+  for (const port of [...BACKEND_PORTS, WS_ECHO_PORT]) await waitListening(port)
 
   // peers
   const vars = (p: Peer): Record<string, string> => ({ HARNESS, CERTS: certs, PORT: String(p.port), STATE: join(OUT, p.name, 'state') })

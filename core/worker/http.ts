@@ -53,10 +53,16 @@ function statusLine (status: number, reason: string): string {
 
 const decoder = new TextDecoder()
 
-/** Writes status and headers; must run corked. */
-function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[]): void {
+/**
+ * Writes status and headers; must run corked. `close`: the client sent
+ * Connection: close. uWS then closes after the response but, unlike nginx and
+ * HAProxy, does not say so (RFC 9112 §9.6: the server SHOULD); clients such
+ * as wrk would otherwise send their next request into a closing connection.
+ */
+function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean): void {
   res.writeStatus(statusLine(status, reason))
   for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
+  if (close) res.writeHeader('connection', 'close')
 }
 
 class UwsClient implements ClientResponse, WebSocketUpgrade {
@@ -80,10 +86,13 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
   #pendingOffset = 0 // write offset at which pending[0] starts
 
   readonly #headRequest: boolean
+  /** the request said Connection: close */
+  readonly #asksClose: boolean
 
-  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, wsContext: us_socket_context_t | null = null) {
+  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, asksClose: boolean, wsContext: us_socket_context_t | null = null) {
     this.#res = res
     this.#headRequest = headRequest
+    this.#asksClose = asksClose
     this.#wsContext = wsContext
     this.websocket = wsContext === null ? null : this
     res.onAborted(() => {
@@ -146,7 +155,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
       const h = this.#head
       if (h !== null) {
         this.#head = null
-        writeHead(res, h.status, h.reason, h.headers)
+        writeHead(res, h.status, h.reason, h.headers, this.#asksClose)
       }
       const view = buf.subarray(start, end)
       if (this.#total < 0) {
@@ -214,7 +223,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
       const h = this.#head
       if (h !== null) {
         this.#head = null
-        writeHead(res, h.status, h.reason, h.headers)
+        writeHead(res, h.status, h.reason, h.headers, this.#asksClose)
         if (h.headRequest) {
           if (this.#total >= 0) res.endWithoutBody(this.#total)
           else res.endWithoutBody()
@@ -231,7 +240,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
-      writeHead(this.#res, status, '', headers)
+      writeHead(this.#res, status, '', headers, this.#asksClose)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })
@@ -295,9 +304,13 @@ export interface ListenOptions {
 
 export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0 })
 
+/** Set by readRequest: the request it just read said Connection: close (read right after, no allocation). */
+let asksClose = false
+
 /** Copies what the data plane needs of a uWS request (valid only during this callback) into a new Ctx. */
 function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, proto: 'http' | 'https', proxied: boolean): Ctx {
   const ctx = new Ctx()
+  asksClose = false
   ctx.method = req.getMethod().toUpperCase()
   ctx.path = req.getUrl()
   ctx.query = req.getQuery() ?? ''
@@ -314,6 +327,8 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
     } else if (k === 'host') {
       const colon = v.lastIndexOf(':')
       ctx.host = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
+    } else if (k === 'connection' && /(?:^|,)\s*close\s*(?:,|$)/i.test(v)) {
+      asksClose = true
     }
   })
   ctx.remoteAddress = canonicalIp(decoder.decode(proxied ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText()))
@@ -350,7 +365,7 @@ export function listenHttp (uws: Uws, host: string, port: number, entrypoint: st
   const proxied = opts.proxied
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handler(ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD'))
+    handler(ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
   })
   if (opts.wsMaxMessage > 0) {
     app.ws<WsUserData>('/*', {
@@ -363,7 +378,7 @@ export function listenHttp (uws: Uws, host: string, port: number, entrypoint: st
         const ctx = readRequest(req, res, entrypoint, proto, proxied)
         // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handler(ctx, new UwsClient(res, expectsBody(ctx), false, ws))
+        handler(ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
       },
       open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),

@@ -24,7 +24,7 @@
 // stay on the old app, new ones get the new certificate. (Connections still in
 // the old socket's accept queue at that instant are reset by Linux unless
 // net.ipv4.tcp_migrate_req = 1.) The terminator swaps its secure context.
-import { rmSync } from 'node:fs'
+import { chmodSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
@@ -99,6 +99,9 @@ export class EntryPoints {
       rmSync(path, { force: true }) // left by a previous run of this worker
       const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage })
       if (l === null) throw lbError('LB_ERR_LISTEN', { address: `unix:${path}`, entrypoint: ep.name })
+      // whoever can connect here skips the client-certificate check and names its own client address
+      // (PROXY header): owner only, whatever the umask
+      chmodSync(path, 0o600)
       this.#internal.push(l)
       process.on('exit', () => rmSync(path, { force: true })) // a worker thread's exit: leave no socket file behind
       if (this.#worker === 0) {
@@ -135,10 +138,11 @@ export class EntryPoints {
       return l
     }
     let tls = null
+    let print = ''
     if (ep.protocol === 'https') {
       tls = ep.tls!
       try {
-        this.#prints.set(ep.name, tlsFingerprint(tls))
+        print = tlsFingerprint(tls) // read before uWS reads the files: a change in between is seen next time
       } catch (err) {
         throw tlsError(ep, err)
       }
@@ -150,7 +154,9 @@ export class EntryPoints {
     } catch (err) {
       throw tlsError(ep, err) // uWS: "App construction failed"
     }
-    return l ?? failed()
+    if (l === null) failed()
+    if (print !== '') this.#prints.set(ep.name, print)
+    return l
   }
 
   /** Closes the public listeners (connection cap, drain); established connections carry on. */

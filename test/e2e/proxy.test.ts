@@ -80,7 +80,9 @@ check = false
     assert.equal(h.te, undefined)
     assert.equal(h['x-keep'], 'yes')
     assert.equal(r.headers['x-backend'], 'web')
-    assert.equal(r.headers.connection, undefined) // the upstream's hop-by-hop Connection header is not relayed
+    // the upstream's hop-by-hop "Connection: keep-alive" is not relayed; this client sent
+    // Connection: close (agent: false), and the balancer says it closes (RFC 9112 §9.6)
+    assert.equal(r.headers.connection, 'close')
   })
 
   test('/health is answered by the balancer itself on every entry point', async () => {

@@ -71,17 +71,20 @@ export function fingerprint (certFile: string): string {
 
 export interface Handshake { protocol: string, cipher: string, peer: string, authorized: boolean }
 
-/** One TLS handshake with node:tls; rejects with the TLS error (e.g. an alert from the server). */
-export function handshake (port: number, opts: tls.ConnectionOptions = {}): Promise<Handshake> {
+/**
+ * One TLS handshake with node:tls; rejects with the TLS error (e.g. an alert
+ * from the server). TLS 1.3 servers refuse a client certificate after the
+ * client's handshake is done: `settleMs` is how long to wait for that.
+ */
+export function handshake (port: number, opts: tls.ConnectionOptions = {}, settleMs = 50): Promise<Handshake> {
   return new Promise((resolve, reject) => {
     const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...opts }, () => {
-      // TLS 1.3 servers report a refused client certificate after the handshake: wait a moment for it
       setTimeout(() => {
         if (s.destroyed) return
         const r = { protocol: s.getProtocol() ?? '', cipher: s.getCipher().standardName, peer: s.getPeerCertificate().fingerprint256, authorized: s.authorized }
         s.end()
         resolve(r)
-      }, 50)
+      }, settleMs)
     })
     s.on('error', reject)
     s.on('close', () => reject(new Error('closed by the server')))

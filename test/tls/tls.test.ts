@@ -144,7 +144,7 @@ ${routes(backend.address)}`)
     // openssl: TLS 1.3 reports the refusal as an alert after its handshake messages, TLS 1.2 during it
     assert.match(sClient(lb.port, ['-tls1_3', '-ign_eof']), /alert certificate required/)
     assert.match(sClient(lb.port, ['-tls1_2']), /alert handshake failure/)
-    await assert.rejects(handshake(lb.port, {}), /certificate required/)
+    await assert.rejects(handshake(lb.port, {}, 2000), /certificate required/)
     // an untrusted certificate: node:tls checks it once OpenSSL's handshake is done and closes the
     // connection at once, before a byte of the request is read (without an alert: docs/tls-ws-tcp.md)
     assert.match(sClient(lb.port, ['-ign_eof', '-cert', certs.stranger.cert, '-key', certs.stranger.key]), /unexpected eof/)
