@@ -11,6 +11,7 @@ import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
 import { runResponseHooks } from './chain.js'
+import { forwardHead } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
@@ -71,28 +72,7 @@ export class ProxyExchange implements Exchange {
 
   #buildHead (): string {
     const ctx = this.#ctx
-    let h = ctx.method + ' ' + (ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query) + ' HTTP/1.1\r\n'
-    const headers = ctx.headers
-    const drop = ctx.dropHeaders
-    let xff = ''
-    let hasHost = false
-    for (let i = 0; i < headers.length; i += 2) {
-      const k = headers[i]!
-      if (HOP.has(k)) {
-        if (k === 'x-forwarded-for') xff = headers[i + 1]!
-        continue
-      }
-      if (drop !== null && drop.includes(k)) continue
-      if (k === 'host') hasHost = true
-      h += k + ': ' + headers[i + 1]! + '\r\n'
-    }
-    const extra = ctx.upstreamHeaders
-    if (extra !== null) for (let i = 0; i < extra.length; i += 2) h += extra[i]! + ': ' + extra[i + 1]! + '\r\n'
-    if (!hasHost) h += 'host: ' + this.#svc.hostFallback + '\r\n'
-    if (ctx.chunked) h += 'transfer-encoding: chunked\r\n'
-    const ip = ctx.remoteAddress
-    return h + 'x-real-ip: ' + ip + '\r\nx-forwarded-for: ' + (xff === '' ? ip : xff + ', ' + ip) +
-      '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
+    return forwardHead(ctx, ctx.method, HOP, this.#svc.hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
   }
 
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */

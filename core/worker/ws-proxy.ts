@@ -30,6 +30,7 @@ import { addInflight, recordFailure } from '../shm/server-state.js'
 import type { ResponseHead } from '../plugin.js'
 import { ResponseParser, type ResponseSink, MAX_HEAD_BYTES } from '../upstream/response-parser.js'
 import { runResponseHooks } from './chain.js'
+import { forwardHead } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
@@ -189,28 +190,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   }
 
   #requestHead (): string {
-    const ctx = this.#ctx
-    let h = 'GET ' + (ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query) + ' HTTP/1.1\r\n'
-    const headers = ctx.headers
-    const drop = ctx.dropHeaders
-    let xff = ''
-    let hasHost = false
-    for (let i = 0; i < headers.length; i += 2) {
-      const k = headers[i]!
-      if (DROP.has(k)) {
-        if (k === 'x-forwarded-for') xff = headers[i + 1]!
-        continue
-      }
-      if (drop !== null && drop.includes(k)) continue
-      if (k === 'host') hasHost = true
-      h += k + ': ' + headers[i + 1]! + '\r\n'
-    }
-    const extra = ctx.upstreamHeaders
-    if (extra !== null) for (let i = 0; i < extra.length; i += 2) h += extra[i]! + ': ' + extra[i + 1]! + '\r\n'
-    if (!hasHost) h += 'host: ' + this.#svc.hostFallback + '\r\n'
-    const ip = ctx.remoteAddress
-    return h + 'connection: Upgrade\r\nupgrade: websocket\r\nx-real-ip: ' + ip + '\r\nx-forwarded-for: ' +
-      (xff === '' ? ip : xff + ', ' + ip) + '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
+    return forwardHead(this.#ctx, 'GET', DROP, this.#svc.hostFallback, 'connection: Upgrade\r\nupgrade: websocket\r\n')
   }
 
   /** net onread: returning false pauses the socket. `buf` is READ_BUFFER, valid only during this call. */

@@ -1,0 +1,31 @@
+// The head of a request as forwarded upstream (HTTP and WebSocket alike): the
+// request line, the client's headers minus `skip` (hop-by-hop ones and those
+// set here) and the ones a middleware dropped, headers a middleware added,
+// then the forwarding headers: Host kept (or `hostFallback` when the client sent
+// none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set.
+// `skip` must contain 'x-forwarded-for': its value is read, then re-emitted appended.
+import type { Ctx } from './context.js'
+
+export function forwardHead (ctx: Ctx, method: string, skip: ReadonlySet<string>, hostFallback: string, extraLines: string): string {
+  let h = method + ' ' + (ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query) + ' HTTP/1.1\r\n'
+  const headers = ctx.headers
+  const drop = ctx.dropHeaders
+  let xff = ''
+  let hasHost = false
+  for (let i = 0; i < headers.length; i += 2) {
+    const k = headers[i]!
+    if (skip.has(k)) {
+      if (k === 'x-forwarded-for') xff = headers[i + 1]!
+      continue
+    }
+    if (drop !== null && drop.includes(k)) continue
+    if (k === 'host') hasHost = true
+    h += k + ': ' + headers[i + 1]! + '\r\n'
+  }
+  const extra = ctx.upstreamHeaders
+  if (extra !== null) for (let i = 0; i < extra.length; i += 2) h += extra[i]! + ': ' + extra[i + 1]! + '\r\n'
+  if (!hasHost) h += 'host: ' + hostFallback + '\r\n'
+  const ip = ctx.remoteAddress
+  return h + extraLines + 'x-real-ip: ' + ip + '\r\nx-forwarded-for: ' + (xff === '' ? ip : xff + ', ' + ip) +
+    '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
+}
