@@ -20,6 +20,7 @@ import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RETRIES, C_SELECTED } from '../s
 import { addInflight, recordFailure } from '../shm/server-state.js'
 import { hash32 } from '../upstream/balancer.js'
 import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
+import { listenServer } from '../net/listen.js'
 
 const sessions = new Set<TcpSession>()
 
@@ -40,18 +41,14 @@ export class TcpListener {
   }
 
   /** Resolves false when the address cannot be bound. */
-  listen (): Promise<boolean> {
+  async listen (): Promise<boolean> {
     // pauseOnConnect: the client's first bytes wait in the kernel until a server is connected
     const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (client) => {
       new TcpSession(this.#dp(), this.#ep, client).start()
     })
-    return new Promise((resolve) => {
-      server.once('error', () => resolve(false))
-      server.listen({ host: this.#ep.host, port: this.#ep.port, backlog: 511 }, () => {
-        this.#server = server
-        resolve(true)
-      })
-    })
+    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
+    if (ok) this.#server = server
+    return ok
   }
 
   /** Stops accepting; open sessions carry on. */

@@ -22,6 +22,7 @@ import { readFileSync } from 'node:fs'
 import type { EntryPointConf } from '../config/static.js'
 import { TLS13_SUITES, type TlsConf } from '../config/tls.js'
 import { proxyV2Header } from '../net/proxy-protocol.js'
+import { listenServer } from '../net/listen.js'
 
 const conns = new Set<tls.TLSSocket>()
 
@@ -75,7 +76,7 @@ export class TlsTerminator {
     this.#contexts = loadContexts(this.#conf)
   }
 
-  listen (): Promise<boolean> {
+  async listen (): Promise<boolean> {
     const server = tls.createServer({
       ...this.#contexts.main,
       requestCert: true,
@@ -86,13 +87,9 @@ export class TlsTerminator {
     server.on('secureConnection', (sock) => this.#relay(sock))
     server.on('tlsClientError', () => { /* refused handshakes (no or bad client certificate, old TLS): nothing to do */ })
     server.on('error', () => { /* listen errors are reported through listen() */ })
-    return new Promise((resolve) => {
-      server.once('error', () => resolve(false))
-      server.listen({ host: this.#ep.host, port: this.#ep.port, backlog: 511 }, () => {
-        this.#server = server
-        resolve(true)
-      })
-    })
+    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
+    if (ok) this.#server = server
+    return ok
   }
 
   /** Stops accepting; established connections carry on. */
