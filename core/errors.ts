@@ -35,7 +35,6 @@ export const ERRORS = {
   LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
-  LB_ERR_OVERLOADED: { status: 503, message: 'too many connections' },
 } as const satisfies Record<string, { status: number, message: string }>
 
 export type ErrorCode = keyof typeof ERRORS
