@@ -7,7 +7,8 @@ import type { RouterConf, ServiceConf } from '../config/dynamic.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
-import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
+import { addInflight } from '../shm/server-state.js'
+import { type Shm, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
@@ -117,8 +118,18 @@ export class DataPlane {
     }
   }
 
-  clientHash (ctx: Ctx, svc: ServiceRuntime): number {
-    return svc.conf.balance === 'source' ? hash32(ctx.remoteAddress) : 0
+  /**
+   * Picks a server of `svc` for a client (HTTP, WebSocket and TCP alike) and
+   * counts it: in flight (the caller gives it back with addInflight(-1)) and
+   * selected. Returns its index in the group, or -1 when none is usable.
+   */
+  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number {
+    const idx = svc.balancer.pick(now(), svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
+    if (idx < 0) return -1
+    const slot = svc.servers[idx]!.slot
+    addInflight(this.shm.i32, slot, 1)
+    this.stripe.addServer(slot, C_SELECTED)
+    return idx
   }
 
   /** Entry for every request of every HTTP entry point. */

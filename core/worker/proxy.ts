@@ -5,7 +5,7 @@
 // are held (copied), which is also what makes a connect-failure retry possible.
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import { now } from '../clock.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_READING } from '../shm/layout.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
@@ -78,7 +78,7 @@ export class ProxyExchange implements Exchange {
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
   #connect (exclude: number, failed: ErrorCode | null = null): void {
     const svc = this.#svc
-    const idx = svc.balancer.pick(now(), this.#dp.clientHash(this.#ctx, svc), exclude)
+    const idx = this.#dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
       else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
@@ -89,8 +89,6 @@ export class ProxyExchange implements Exchange {
     this.#serverIdx = idx
     this.#ctx.server = server.conf.name
     this.#attempts++
-    addInflight(this.#dp.shm.i32, server.slot, 1)
-    this.#dp.stripe.addServer(server.slot, C_SELECTED)
     this.#conn = server.pool.acquire(this, this.#ctx.method === 'HEAD')
   }
 

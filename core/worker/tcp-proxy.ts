@@ -16,9 +16,8 @@
 import net from 'node:net'
 import { now } from '../clock.js'
 import type { EntryPointConf } from '../config/static.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RETRIES, C_SELECTED } from '../shm/layout.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RETRIES } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
-import { hash32 } from '../upstream/balancer.js'
 import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
 import { listenServer } from '../net/listen.js'
 
@@ -93,8 +92,7 @@ class TcpSession {
   #connect (exclude: number): void {
     const svc = this.#svc!
     const dp = this.#dp
-    const clientHash = svc.conf.balance === 'source' ? hash32(this.#client.remoteAddress ?? '') : 0
-    const idx = svc.balancer.pick(now(), clientHash, exclude)
+    const idx = dp.claimServer(svc, this.#client.remoteAddress ?? '', exclude)
     if (idx < 0) {
       if (dp.log.debugEnabled) dp.log.debug('tcp: no server available', { entrypoint: this.#ep.name, service: svc.conf.name })
       this.#end()
@@ -104,8 +102,6 @@ class TcpSession {
     this.#server = server
     this.#serverIdx = idx
     this.#attempts++
-    addInflight(dp.shm.i32, server.slot, 1)
-    dp.stripe.addServer(server.slot, C_SELECTED)
     const c = server.conf
     const up = c.path !== ''
       ? net.connect({ path: c.path, allowHalfOpen: true })

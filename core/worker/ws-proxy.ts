@@ -25,7 +25,7 @@ import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { now } from '../clock.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED } from '../shm/layout.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
 import type { ResponseHead } from '../plugin.js'
 import { ResponseParser, type ResponseSink, MAX_HEAD_BYTES } from '../upstream/response-parser.js'
@@ -160,7 +160,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   #connect (exclude: number, failed: ErrorCode | null): void {
     const svc = this.#svc
     const dp = this.#dp
-    const idx = svc.balancer.pick(now(), dp.clientHash(this.#ctx, svc), exclude)
+    const idx = dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
       else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
@@ -171,8 +171,6 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     this.#serverIdx = idx
     this.#ctx.server = server.conf.name
     this.#attempts++
-    addInflight(dp.shm.i32, server.slot, 1)
-    dp.stripe.addServer(server.slot, C_SELECTED)
     this.#phase = PH_CONNECT
     this.#deadline = now() + dp.conf.timeouts.connectMs
     const onread = { buffer: READ_BUFFER, callback: (n: number, buf: Uint8Array): boolean => this.#onRead(buf as Buffer, n) }
