@@ -12,16 +12,26 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const CLI = join(ROOT, 'dist', 'core', 'cli.js')
 
-/** A port free right now on 127.0.0.1 (closed again before returning). */
+// ports handed out by freePort in this process: the kernel may offer a just-closed
+// port again, and two ports picked before either is bound must differ
+const handedOut = new Set<number>()
+
+/** A port free right now on 127.0.0.1 (closed again before returning), never the same twice in a process. */
 export async function freePort (): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer()
-    s.once('error', rej)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port
-      s.close(() => res(port))
+  for (;;) {
+    const port = await new Promise<number>((res, rej) => {
+      const s = net.createServer()
+      s.once('error', rej)
+      s.listen(0, '127.0.0.1', () => {
+        const p = (s.address() as net.AddressInfo).port
+        s.close(() => res(p))
+      })
     })
-  })
+    if (!handedOut.has(port)) {
+      handedOut.add(port)
+      return port
+    }
+  }
 }
 
 export interface Lb {
