@@ -1,6 +1,7 @@
 // The proxy path through the real balancer (2 workers) with real backends and clients.
 import { strict as assert } from 'node:assert'
 import { createHash } from 'node:crypto'
+import { spawn } from 'node:child_process'
 import http from 'node:http'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
@@ -301,7 +302,66 @@ check = false
   })
 })
 
+/**
+ * A loopback address whose connects hang, as a firewalled host: a child process
+ * listens with the smallest accept queue and then blocks its event loop, so it
+ * never accepts; once the queue is full the kernel drops further SYNs.
+ */
+async function blackHole (): Promise<{ address: string, close: () => void }> {
+  const child = spawn(process.execPath, ['-e', `
+    const s = require('node:net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 0 }, () => {
+      require('node:fs').writeSync(1, s.address().port + '\\n')
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) // never accept
+    })`], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString()))))
+  // fill the accept queue until a connect no longer completes within 200 ms
+  const fillers: net.Socket[] = []
+  for (;;) {
+    const s = net.connect(port, '127.0.0.1')
+    fillers.push(s)
+    s.on('error', () => {})
+    const connected = await new Promise<boolean>((resolve) => {
+      const t = setTimeout(() => resolve(false), 200)
+      s.once('connect', () => { clearTimeout(t); resolve(true) })
+    })
+    if (!connected) break
+  }
+  return { address: `127.0.0.1:${port}`, close: () => { for (const s of fillers) s.destroy(); child.kill('SIGKILL') } }
+}
+
 describe('time-outs', () => {
+  test('a connect that hangs times out after timeouts.connect: a GET goes to another server, a POST gets 504', async (t) => {
+    const hole = await blackHole()
+    const good = await startBackend('good')
+    const toml = (servers: string[]): string => `
+[timeouts]
+connect = "300ms"
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.web]
+${servers.map((a) => `[[services.web.servers]]\naddress = "${a}"\ncheck = false\nmax_fails = 0\n`).join('')}`
+    const both = await startLb(toml([hole.address, good.address]))
+    const holeOnly = await startLb(toml([hole.address]))
+    t.after(async () => { await both.stop(); await holeOnly.stop(); await good.close(); hole.close() })
+
+    // round robin sends every other request to the black hole: each of those is retried on the good server
+    const started = Date.now()
+    const replies = await Promise.all(Array.from({ length: 4 }, async () => await request(`${both.url}/r`)))
+    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200])
+    const waited = Date.now() - started
+    assert.ok(waited >= 250 && waited < 3000, `retried after the connect time-out, not after the kernel's (${waited} ms)`)
+
+    const t0 = Date.now()
+    const post = await request(`${holeOnly.url}/p`, { method: 'POST', body: 'x'.repeat(10) })
+    const took = Date.now() - t0
+    assert.equal(post.status, 504)
+    assert.match(post.body, /timed out/)
+    assert.ok(took >= 250 && took < 3000, `504 after the connect time-out (${took} ms)`)
+  })
+
   test('a client that stops sending its body gets 408 after the client time-out; idle upstream connections close after keep_alive', async (t) => {
     const closed: number[] = []
     const backend = await startBackend('b')
