@@ -27,6 +27,8 @@ export class UpstreamConnection implements ResponseSink {
   exchange: Exchange | null = null
   connected = false
   closed = false
+  /** index in the pool's busy list, -1 when not busy (owned by ServerPool) */
+  busyIndex = -1
   /** requests started on this connection, the current one included */
   uses = 0
   /** tick after which the current phase times out (or the idle connection is closed) */

@@ -32,7 +32,8 @@ export class ServerPool {
   readonly serverTimeoutMs: number
   readonly keepAliveMs: number
   readonly #idle: UpstreamConnection[] = []
-  readonly #busy = new Set<UpstreamConnection>()
+  /** connections bound to an exchange, unordered; each knows its index (busyIndex): O(1) add and remove, no hashing */
+  readonly #busy: UpstreamConnection[] = []
   #closing = false
 
   constructor (server: ServerConf, opts: PoolOptions) {
@@ -48,9 +49,6 @@ export class ServerPool {
     }
   }
 
-  get idleCount (): number { return this.#idle.length }
-  get busyCount (): number { return this.#busy.size }
-
   /**
    * Binds `ex` to an idle connection (most recently used first, so surplus ones
    * age out) or a new one. Calls ex.onConnected when the connection is ready:
@@ -61,19 +59,19 @@ export class ServerPool {
     let conn = this.#idle.pop()
     while (conn !== undefined && conn.closed) conn = this.#idle.pop()
     if (conn !== undefined) {
-      this.#busy.add(conn)
+      this.#addBusy(conn)
       conn.assign(ex, isHead, t + this.serverTimeoutMs)
       ex.onConnected(conn)
       return conn
     }
     conn = new UpstreamConnection(this)
-    this.#busy.add(conn)
+    this.#addBusy(conn)
     conn.assign(ex, isHead, t + this.connectTimeoutMs)
     return conn
   }
 
   release (conn: UpstreamConnection): void {
-    this.#busy.delete(conn)
+    this.#removeBusy(conn)
     if (this.#closing || this.maxIdle === 0) {
       conn.destroy()
       return
@@ -84,7 +82,7 @@ export class ServerPool {
 
   /** The connection closed or was destroyed: drop every reference to it. */
   forget (conn: UpstreamConnection): void {
-    if (this.#busy.delete(conn)) return
+    if (this.#removeBusy(conn)) return
     const i = this.#idle.indexOf(conn)
     if (i >= 0) this.#idle.splice(i, 1)
   }
@@ -94,11 +92,13 @@ export class ServerPool {
     this.#closing = true
     for (const c of this.#idle.splice(0)) c.destroy()
     pools.delete(this)
-    if (this.#busy.size > 0) pools.add(this) // keep sweeping time-outs until the last exchange ends
+    if (this.#busy.length > 0) pools.add(this) // keep sweeping time-outs until the last exchange ends
   }
 
   sweep (t: number): void {
-    for (const c of this.#busy) {
+    const busy = this.#busy
+    for (let i = busy.length - 1; i >= 0; i--) {
+      const c = busy[i]! // expire() removes c: walking down keeps the unvisited part in place
       if (((t - c.deadline) | 0) > 0) c.expire('LB_ERR_UPSTREAM_TIMEOUT')
     }
     const idle = this.#idle // oldest first
@@ -106,7 +106,25 @@ export class ServerPool {
     // surplus over `keepalive` that has been idle a while: close, oldest first
     const surplusBefore = t - SURPLUS_IDLE_MS + this.keepAliveMs
     while (idle.length > this.maxIdle && ((surplusBefore - idle[0]!.deadline) | 0) > 0) idle[0]!.destroy()
-    if (this.#closing && this.#busy.size === 0) pools.delete(this)
+    if (this.#closing && this.#busy.length === 0) pools.delete(this)
+  }
+
+  #addBusy (conn: UpstreamConnection): void {
+    conn.busyIndex = this.#busy.length
+    this.#busy.push(conn)
+  }
+
+  /** Removes conn from the busy list (swapping the last one into its place); false if it was not busy. */
+  #removeBusy (conn: UpstreamConnection): boolean {
+    const i = conn.busyIndex
+    if (i < 0) return false
+    const last = this.#busy.pop()!
+    if (last !== conn) {
+      this.#busy[i] = last
+      last.busyIndex = i
+    }
+    conn.busyIndex = -1
+    return true
   }
 }
 

@@ -26,8 +26,11 @@ const ST_DONE = 7
 export const MAX_HEAD_BYTES = 64 * 1024
 
 // Response headers a proxy must not forward (hop-by-hop, RFC 9110 §7.6.1) or
-// that the client side writes itself (framing, Date).
-const DROP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'date'])
+// that the client side writes itself (framing, Date): see dropKind().
+
+/** bytes of a read searched for the end of the head as a string first (a typical head is a few hundred) */
+const HEAD_PEEK = 4096
+const HEAD_END = Buffer.from('\r\n\r\n')
 
 export class ResponseParser {
   #state = ST_DONE
@@ -148,6 +151,15 @@ export class ResponseParser {
 
   /** Returns the offset after the head, -1 if more bytes are needed, or an error. */
   #feedHead (buf: Buffer, start: number, end: number): number | string {
+    if (this.#head === null) {
+      // the common case, a whole head in this read: one latin1 copy of its start, searched as a string
+      const text = buf.toString('latin1', start, Math.min(end, start + HEAD_PEEK))
+      const idx = text.indexOf('\r\n\r\n')
+      if (idx >= 0) {
+        const err = this.#parseHead(text, idx)
+        return err ?? start + idx + 4
+      }
+    }
     let src = buf
     let from = start
     let to = end
@@ -156,7 +168,7 @@ export class ResponseParser {
       from = 0
       to = src.length
     }
-    const idx = src.indexOf('\r\n\r\n', from, 'latin1')
+    const idx = src.indexOf(HEAD_END, from)
     if (idx < 0 || idx + 4 > to) {
       if (to - from > MAX_HEAD_BYTES) return 'response head too large'
       this.#head = Buffer.from(src.subarray(from, to)) // copy: the read buffer is reused
@@ -164,39 +176,52 @@ export class ResponseParser {
     }
     const consumedFromBuf = this.#head === null ? idx + 4 : end - (to - (idx + 4))
     this.#head = null
-    const err = this.#parseHead(src.toString('latin1', from, idx))
+    const text = src.toString('latin1', from, idx)
+    const err = this.#parseHead(text, text.length)
     if (err !== null) return err
     return consumedFromBuf
   }
 
-  #parseHead (head: string): string | null {
-    const lines = head.split('\r\n')
-    const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0]!)
-    if (m === null) return 'invalid status line'
-    const status = Number(m[2])
-    const http10 = m[1] === '0'
+  /**
+   * Parses head[0, end) (the head without its final CRLF CRLF) by scanning the
+   * string: no split, no regular expression, and a name is compared with the
+   * framing and hop-by-hop names only when its length matches one. Every line
+   * must end in CRLF, and a bare CR or LF anywhere is an error: header values
+   * handed on are therefore free of line breaks (core/worker/http.ts relies on it).
+   */
+  #parseHead (head: string, end: number): string | null {
+    let eol = lineEnd(head, 0, end)
+    if (eol < 0) return 'invalid status line'
+    const status = statusCode(head, eol)
+    if (status < 0) return 'invalid status line'
+    const http10 = head.charCodeAt(7) === 48
+    const reason = eol > 13 ? head.slice(13, eol) : ''
     const headers: string[] = []
     let contentLength = -1
     let chunked = false
     let connection = ''
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!
-      const colon = line.indexOf(':')
-      if (colon <= 0) return 'invalid header line'
-      const name = line.slice(0, colon)
-      const value = line.slice(colon + 1).trim()
-      const lower = name.toLowerCase()
-      if (DROP.has(lower)) {
-        if (lower === 'content-length') {
-          if (!/^\d+$/.test(value) || (contentLength >= 0 && Number(value) !== contentLength)) return 'invalid content-length'
-          contentLength = Number(value)
-        } else if (lower === 'transfer-encoding') {
-          chunked = /(?:^|,)\s*chunked\s*$/i.test(value)
-          if (!chunked) return 'unsupported transfer-encoding'
-        } else if (lower === 'connection') connection = value.toLowerCase()
-        continue
+    for (let pos = eol + 2; pos < end; pos = eol + 2) {
+      eol = lineEnd(head, pos, end)
+      if (eol < 0) return 'invalid header line'
+      const colon = head.indexOf(':', pos)
+      if (colon <= pos || colon > eol || isBlank(head.charCodeAt(pos))) return 'invalid header line' // no name, or obs-fold
+      let vs = colon + 1
+      let ve = eol
+      while (vs < ve && isBlank(head.charCodeAt(vs))) vs++
+      while (ve > vs && isBlank(head.charCodeAt(ve - 1))) ve--
+      const kind = dropKind(head, pos, colon - pos)
+      if (kind === KEEP) {
+        headers.push(head.slice(pos, colon), head.slice(vs, ve))
+      } else if (kind === CONTENT_LENGTH) {
+        const n = decimal(head, vs, ve)
+        if (n < 0 || (contentLength >= 0 && n !== contentLength)) return 'invalid content-length'
+        contentLength = n
+      } else if (kind === TRANSFER_ENCODING) {
+        chunked = /(?:^|,)\s*chunked\s*$/i.test(head.slice(vs, ve))
+        if (!chunked) return 'unsupported transfer-encoding'
+      } else if (kind === CONNECTION) {
+        connection = head.slice(vs, ve).toLowerCase()
       }
-      headers.push(name, value)
     }
     if (status < 200) {
       // interim response (100 Continue, 103 Early Hints): skip it, the real head follows
@@ -207,21 +232,86 @@ export class ResponseParser {
     this.keepAlive = http10 ? connection.includes('keep-alive') : !connection.includes('close')
     const noBody = this.#noBody || status === 204 || status === 304
     if (noBody) {
-      this.#sink!.onHead(status, m[3] ?? '', headers, this.#noBody ? contentLength : 0)
+      this.#sink!.onHead(status, reason, headers, this.#noBody ? contentLength : 0)
       this.#finish()
     } else if (chunked) {
       this.#state = ST_CHUNK_SIZE
-      this.#sink!.onHead(status, m[3] ?? '', headers, -1)
+      this.#sink!.onHead(status, reason, headers, -1)
     } else if (contentLength >= 0) {
       this.#remaining = contentLength
       this.#state = ST_LENGTH
-      this.#sink!.onHead(status, m[3] ?? '', headers, contentLength)
+      this.#sink!.onHead(status, reason, headers, contentLength)
       if (contentLength === 0) this.#finish()
     } else {
       this.keepAlive = false
       this.#state = ST_CLOSE
-      this.#sink!.onHead(status, m[3] ?? '', headers, -1)
+      this.#sink!.onHead(status, reason, headers, -1)
     }
     return null
   }
+}
+
+/** End of the line starting at `pos` (the index of its CR, or `end` for the last line); -1 if it holds a bare CR or LF. */
+function lineEnd (s: string, pos: number, end: number): number {
+  let eol = s.indexOf('\r', pos)
+  if (eol < 0 || eol > end) eol = end
+  else if (eol < end && s.charCodeAt(eol + 1) !== 10) return -1
+  const lf = s.indexOf('\n', pos)
+  return lf >= 0 && lf < eol ? -1 : eol
+}
+
+/** The status code of a status line s[0, eol) "HTTP/1.x NNN[ reason]", or -1. */
+function statusCode (s: string, eol: number): number {
+  if (eol < 12 || !s.startsWith('HTTP/1.') || s.charCodeAt(8) !== 32 || (eol > 12 && s.charCodeAt(12) !== 32)) return -1
+  const minor = s.charCodeAt(7)
+  if (minor !== 48 && minor !== 49) return -1
+  const a = s.charCodeAt(9) - 48
+  const b = s.charCodeAt(10) - 48
+  const c = s.charCodeAt(11) - 48
+  if (a < 0 || a > 9 || b < 0 || b > 9 || c < 0 || c > 9) return -1
+  return a * 100 + b * 10 + c
+}
+
+function isBlank (c: number): boolean { return c === 32 || c === 9 }
+
+/** A non-negative decimal s[from, to) of at most 15 digits, or -1. */
+function decimal (s: string, from: number, to: number): number {
+  if (to <= from || to - from > 15) return -1
+  let n = 0
+  for (let i = from; i < to; i++) {
+    const d = s.charCodeAt(i) - 48
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
+  }
+  return n
+}
+
+const KEEP = 0
+const CONTENT_LENGTH = 1
+const TRANSFER_ENCODING = 2
+const CONNECTION = 3
+const OTHER_DROP = 4
+
+/** What to do with the header named s[pos, pos + len): kept, or one of the dropped kinds. */
+function dropKind (s: string, pos: number, len: number): number {
+  switch (len) {
+    case 2: return eqLower(s, pos, 'te') ? OTHER_DROP : KEEP
+    case 4: return eqLower(s, pos, 'date') ? OTHER_DROP : KEEP
+    case 7: return eqLower(s, pos, 'trailer') || eqLower(s, pos, 'upgrade') ? OTHER_DROP : KEEP
+    case 10: return eqLower(s, pos, 'connection') ? CONNECTION : eqLower(s, pos, 'keep-alive') ? OTHER_DROP : KEEP
+    case 14: return eqLower(s, pos, 'content-length') ? CONTENT_LENGTH : KEEP
+    case 16: return eqLower(s, pos, 'proxy-connection') ? OTHER_DROP : KEEP
+    case 17: return eqLower(s, pos, 'transfer-encoding') ? TRANSFER_ENCODING : KEEP
+    default: return KEEP
+  }
+}
+
+/** s[pos, pos + lower.length) equals `lower` ignoring ASCII case. */
+export function eqLower (s: string, pos: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    let c = s.charCodeAt(pos + i)
+    if (c >= 65 && c <= 90) c += 32
+    if (c !== lower.charCodeAt(i)) return false
+  }
+  return true
 }

@@ -20,7 +20,7 @@ export interface ClientResponse {
   pauseBody (): void
   resumeBody (): void
   /** Starts the response; `contentLength` -1 = unknown (chunked to the client). */
-  head (status: number, reason: string, headers: readonly string[], contentLength: number, headRequest: boolean): void
+  head (status: number, reason: string, headers: readonly string[], contentLength: number): void
   /** Writes body bytes buf[start, end); false = client backpressure (the data is kept), wait for onDrain. */
   body (buf: Buffer, start: number, end: number): boolean
   onDrain (cb: () => void): void

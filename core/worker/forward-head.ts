@@ -3,10 +3,10 @@
 // set here) and the ones a middleware dropped, headers a middleware added,
 // then the forwarding headers: Host kept (or `hostFallback` when the client sent
 // none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set.
-// `skip` must contain 'x-forwarded-for': its value is read, then re-emitted appended.
+// `skip` must be true for 'x-forwarded-for': its value is read, then re-emitted appended.
 import type { Ctx } from './context.js'
 
-export function forwardHead (ctx: Ctx, method: string, skip: ReadonlySet<string>, hostFallback: string, extraLines: string): string {
+export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => boolean, hostFallback: string, extraLines: string): string {
   let h = method + ' ' + (ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query) + ' HTTP/1.1\r\n'
   const headers = ctx.headers
   const drop = ctx.dropHeaders
@@ -14,7 +14,7 @@ export function forwardHead (ctx: Ctx, method: string, skip: ReadonlySet<string>
   let hasHost = false
   for (let i = 0; i < headers.length; i += 2) {
     const k = headers[i]!
-    if (skip.has(k)) {
+    if (skip(k)) {
       if (k === 'x-forwarded-for') xff = headers[i + 1]!
       continue
     }

@@ -11,7 +11,7 @@ import { STATUS_CODES } from 'node:http'
 import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
 import type { TlsConf } from '../config/tls.js'
 import { lbError } from '../errors.js'
-import { canonicalIp } from '../net/ip.js'
+import { canonicalIp, formatIp } from '../net/ip.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
 import type { WebSocketUpgrade, WsSession } from './ws-client.js'
@@ -52,17 +52,27 @@ function statusLine (status: number, reason: string): string {
 }
 
 const decoder = new TextDecoder()
+const EMPTY: readonly string[] = []
 
 /**
  * Writes status and headers; must run corked. `close`: the client sent
  * Connection: close. uWS then closes after the response but, unlike nginx and
  * HAProxy, does not say so (RFC 9112 §9.6: the server SHOULD); clients such
  * as wrk would otherwise send their next request into a closing connection.
+ *
+ * The whole head goes to uWS in one writeStatus call: uWS writes
+ * "HTTP/1.1 " + status + CRLF, so the header lines ride along after the status
+ * text. Each call into uWS costs a JS→C++ crossing and two string conversions;
+ * one per header was a measurable share of a proxied request. Invariant: no
+ * name or value contains CR or LF (the upstream parser rejects such heads,
+ * config values are validated, and request data reaching a response header is
+ * checked where it is copied), as it would be header injection with writeHeader too.
  */
 function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean): void {
-  res.writeStatus(statusLine(status, reason))
-  for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!)
-  if (close) res.writeHeader('connection', 'close')
+  let head = statusLine(status, reason)
+  for (let i = 0; i < headers.length; i += 2) head += '\r\n' + headers[i]! + ': ' + headers[i + 1]!
+  if (close) head += '\r\nconnection: close'
+  res.writeStatus(head)
 }
 
 class UwsClient implements ClientResponse, WebSocketUpgrade {
@@ -81,7 +91,11 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
   #drainCb: (() => void) | null = null
   // response body state
   #total = -1 // Content-Length being streamed with tryEnd, or -1 for chunked writes
-  #head: { status: number, reason: string, headers: readonly string[], headRequest: boolean } | null = null
+  /** response head deferred until the first body bytes or the end (#hasHead) */
+  #hasHead = false
+  #status = 0
+  #reason = ''
+  #headers: readonly string[] = EMPTY
   #pending: Buffer[] | null = null // tryEnd mode: copies not yet accepted by uWS
   #pendingOffset = 0 // write offset at which pending[0] starts
 
@@ -135,12 +149,15 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     this.#res.resume()
   }
 
-  head (status: number, reason: string, headers: readonly string[], contentLength: number, headRequest: boolean): void {
+  head (status: number, reason: string, headers: readonly string[], contentLength: number): void {
     this.started = true
     this.#total = contentLength
     // Deferred until the first body bytes or the end, so that a small response
     // goes out as one corked write (status, headers and body together).
-    this.#head = { status, reason, headers, headRequest }
+    this.#hasHead = true
+    this.#status = status
+    this.#reason = reason
+    this.#headers = headers
   }
 
   body (buf: Buffer, start: number, end: number): boolean {
@@ -152,17 +169,13 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     let ok = true
     this.#res.cork(() => {
       const res = this.#res
-      const h = this.#head
-      if (h !== null) {
-        this.#head = null
-        writeHead(res, h.status, h.reason, h.headers, this.#asksClose)
-      }
+      const first = this.#flushHead()
       const view = buf.subarray(start, end)
       if (this.#total < 0) {
         ok = res.write(view)
         return
       }
-      if (h !== null && view.length === this.#total) {
+      if (first && view.length === this.#total) {
         // the whole body in one piece (the common small response): a plain end
         res.end(view)
         this.#ended = true
@@ -179,6 +192,15 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     })
     if (!ok) this.#watchWritable()
     return ok
+  }
+
+  /** Writes the deferred head if there is one (corked); true if it did. */
+  #flushHead (): boolean {
+    if (!this.#hasHead) return false
+    this.#hasHead = false
+    writeHead(this.#res, this.#status, this.#reason, this.#headers, this.#asksClose)
+    this.#headers = EMPTY
+    return true
   }
 
   #watchWritable (): void {
@@ -220,15 +242,10 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     this.#ended = true
     this.#res.cork(() => {
       const res = this.#res
-      const h = this.#head
-      if (h !== null) {
-        this.#head = null
-        writeHead(res, h.status, h.reason, h.headers, this.#asksClose)
-        if (h.headRequest) {
-          if (this.#total >= 0) res.endWithoutBody(this.#total)
-          else res.endWithoutBody()
-          return
-        }
+      if (this.#flushHead() && this.#headRequest) {
+        if (this.#total >= 0) res.endWithoutBody(this.#total)
+        else res.endWithoutBody()
+        return
       }
       res.end()
     })
@@ -331,8 +348,31 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
       asksClose = true
     }
   })
-  ctx.remoteAddress = canonicalIp(decoder.decode(proxied ? res.getProxiedRemoteAddressAsText() : res.getRemoteAddressAsText()))
+  ctx.remoteAddress = proxied ? canonicalIp(decoder.decode(res.getProxiedRemoteAddressAsText())) : peerText(res.getRemoteAddress())
   return ctx
+}
+
+// The last peer address this thread turned into text, as bytes and text: most
+// requests arrive over a few keep-alive connections from a few clients, so the
+// text is usually reused (uWS's own text form costs a sprintf and a decode each time).
+const lastPeer = new Uint8Array(16)
+let lastPeerLen = -1
+let lastPeerText = ''
+
+/** Canonical text of a peer address as uWS gives it: 4 bytes (IPv4) or 16 (IPv6, IPv4-mapped included). */
+function peerText (ab: ArrayBuffer): string {
+  const b = new Uint8Array(ab)
+  const n = b.length
+  if (n === lastPeerLen) {
+    let i = 0
+    while (i < n && b[i] === lastPeer[i]) i++
+    if (i === n) return lastPeerText
+  }
+  const text = n === 4 ? `${b[0]!}.${b[1]!}.${b[2]!}.${b[3]!}` : n === 16 ? formatIp(b) : ''
+  lastPeer.set(b)
+  lastPeerLen = n
+  lastPeerText = text
+  return text
 }
 
 /** The body is read when one is announced (a valid positive Content-Length, or Transfer-Encoding). */

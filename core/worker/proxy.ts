@@ -16,9 +16,23 @@ import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
 
-// Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones the proxy sets itself.
-const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
-  'x-real-ip', 'x-forwarded-for', 'x-forwarded-proto'])
+/**
+ * Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones
+ * the proxy sets itself. Names arrive lower-case (uWS); switching on the length
+ * spares hashing every fresh name string, as a Set lookup would.
+ */
+function isHop (k: string): boolean {
+  switch (k.length) {
+    case 2: return k === 'te'
+    case 7: return k === 'trailer' || k === 'upgrade'
+    case 9: return k === 'x-real-ip'
+    case 10: return k === 'connection' || k === 'keep-alive'
+    case 15: return k === 'x-forwarded-for'
+    case 16: return k === 'proxy-connection'
+    case 17: return k === 'transfer-encoding' || k === 'x-forwarded-proto'
+    default: return false
+  }
+}
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
@@ -72,7 +86,7 @@ export class ProxyExchange implements Exchange {
 
   #buildHead (): string {
     const ctx = this.#ctx
-    return forwardHead(ctx, ctx.method, HOP, this.#svc.hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
+    return forwardHead(ctx, ctx.method, isHop, this.#svc.hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
   }
 
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
@@ -175,7 +189,7 @@ export class ProxyExchange implements Exchange {
     }
     const slot = this.#server!.slot
     this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
-    this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength, ctx.method === 'HEAD')
+    this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength)
   }
 
   /**

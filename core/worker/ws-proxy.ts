@@ -47,6 +47,7 @@ const KEY = /^[A-Za-z0-9+/]{22}==$/
 // request headers never forwarded: hop-by-hop, the ones set here, and extensions (never negotiated)
 const DROP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade',
   'x-real-ip', 'x-forwarded-for', 'x-forwarded-proto', 'sec-websocket-extensions', 'content-length'])
+const dropRequestHeader = (k: string): boolean => DROP.has(k)
 // headers of the server's 101 that uWS writes itself or that must not reach the client
 const DROP_101 = new Set(['connection', 'upgrade', 'sec-websocket-accept', 'sec-websocket-extensions', 'sec-websocket-protocol',
   'keep-alive', 'transfer-encoding', 'content-length', 'date'])
@@ -188,7 +189,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   }
 
   #requestHead (): string {
-    return forwardHead(this.#ctx, 'GET', DROP, this.#svc.hostFallback, 'connection: Upgrade\r\nupgrade: websocket\r\n')
+    return forwardHead(this.#ctx, 'GET', dropRequestHeader, this.#svc.hostFallback, 'connection: Upgrade\r\nupgrade: websocket\r\n')
   }
 
   /** net onread: returning false pauses the socket. `buf` is READ_BUFFER, valid only during this call. */
@@ -305,7 +306,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((status / 100) | 0) - 1)))
     const ctx = this.#ctx
     if (ctx.responseHeaders !== null) headers.push(...ctx.responseHeaders)
-    this.#client.head(status, reason, headers, contentLength, false)
+    this.#client.head(status, reason, headers, contentLength)
   }
 
   onBody (buf: Buffer, start: number, end: number): boolean {
