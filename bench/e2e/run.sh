@@ -19,9 +19,10 @@ harness="${BENCH_HARNESS:-$root/../shared/bench}"
 command -v wrk >/dev/null && command -v nginx >/dev/null && command -v haproxy >/dev/null || bash "$harness/setup.sh"
 out="${OUT:-$root/bench/out/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)" # the harness runs in its own folder: a relative OUT would land there
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-d 10 -r 3 -c "64 256" -b "small")
-targets=(nginx-1w nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
+targets=(nginx-1w nginx-auto nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
   "lb=9300=bash $root/bench/e2e/lb-target.sh"
   "lb-1w=9301=WORKERS=1 bash $root/bench/e2e/lb-target.sh")
 while IFS= read -r t; do [ -n "$t" ] && targets+=("$t"); done <<< "${LB_TARGETS:-}"

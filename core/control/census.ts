@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises'
 import type { EntryPointConf } from '../config/static.js'
 import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
+import { isIPv4 } from 'node:net'
 import { parseIp } from '../net/ip.js'
 
 export const CENSUS_MS = 250
@@ -24,8 +25,10 @@ function procHex (bytes: Uint8Array): string {
 
 /** The /proc local-address keys an entry point's sockets show up under; "*:PORT" for a wildcard address. */
 function keysFor (ep: EntryPointConf): string[] {
+  // "localhost" may be bound as 127.0.0.1 or ::1, whichever the resolver gives first
+  if (ep.host === 'localhost') return [...keysFor({ ...ep, host: '127.0.0.1' }), ...keysFor({ ...ep, host: '::1' })]
   const port = ep.port.toString(16).toUpperCase().padStart(4, '0')
-  const ip = parseIp(ep.host === 'localhost' ? '127.0.0.1' : ep.host)
+  const ip = parseIp(ep.host)
   if (ip === null) return [`*:${port}`]
   const mapped = ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff
   const addr = mapped ? ip.subarray(12) : ip
@@ -39,6 +42,12 @@ export class Census {
   readonly #keys: Set<string>
   readonly #ports: Set<string>
   readonly #max: number
+  /**
+   * /proc files to read: both walk the kernel's whole table of established
+   * sockets (most of a census's cost), so tcp6 is read only when an entry
+   * point can have IPv6 sockets (an IPv4 address, "0.0.0.0" included, listens on AF_INET).
+   */
+  readonly #files: string[]
   readonly #setAccepting: (on: boolean) => void
   #seen = new Set<string>()
   #timer: NodeJS.Timeout | null = null
@@ -49,6 +58,8 @@ export class Census {
     this.#keys = new Set(keys.filter((k) => !k.startsWith('*:')))
     this.#ports = new Set(keys.filter((k) => k.startsWith('*:')).map((k) => k.slice(2)))
     this.#max = maxConnections
+    const v6 = entrypoints.some((ep) => !isIPv4(ep.host))
+    this.#files = v6 ? ['/proc/net/tcp', '/proc/net/tcp6'] : ['/proc/net/tcp']
     this.#setAccepting = setAccepting
   }
 
@@ -73,7 +84,7 @@ export class Census {
   async sample (): Promise<number> {
     const now = new Set<string>()
     const t0 = performance.now()
-    for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const f of this.#files) {
       let text: string
       try {
         text = await readFile(f, 'latin1')
@@ -85,11 +96,12 @@ export class Census {
         const end = text.indexOf('\n', pos)
         const line = text.slice(pos, end < 0 ? text.length : end)
         pos = end < 0 ? -1 : end + 1
+        // "  sl: local rem st ... inode ...": look at the local address first, split only our own sockets
+        const at = line.indexOf(': ') + 2
+        const local = line.slice(at, line.indexOf(' ', at))
+        if (!this.#keys.has(local) && !this.#ports.has(local.slice(local.indexOf(':') + 1))) continue
         const f = line.trim().split(/\s+/)
-        if (f[3] !== ESTABLISHED) continue
-        const local = f[1]!
-        const port = local.slice(local.indexOf(':') + 1)
-        if (this.#keys.has(local) || this.#ports.has(port)) now.add(f[9]! + '/' + f[2]!) // inode + peer
+        if (f[3] === ESTABLISHED) now.add(f[9]! + '/' + f[2]!) // inode + peer
       }
     }
     let fresh = 0

@@ -11,7 +11,7 @@ export interface Reply {
 }
 
 export class Ctx {
-  /** upper-case method */
+  /** method as sent (case-sensitive: the standard ones are upper-case) */
   method = ''
   /** path without the query, as received */
   path = ''

@@ -328,7 +328,7 @@ let asksClose = false
 function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, proto: 'http' | 'https', proxied: boolean): Ctx {
   const ctx = new Ctx()
   asksClose = false
-  ctx.method = req.getMethod().toUpperCase()
+  ctx.method = req.getCaseSensitiveMethod() // methods are case-sensitive (RFC 9110 §9.1): "get" is not GET
   ctx.path = req.getUrl()
   ctx.query = req.getQuery() ?? ''
   ctx.entrypoint = entrypoint
