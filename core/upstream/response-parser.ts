@@ -28,8 +28,8 @@ export const MAX_HEAD_BYTES = 64 * 1024
 // Response headers a proxy must not forward (hop-by-hop, RFC 9110 §7.6.1) or
 // that the client side writes itself (framing, Date): see dropKind().
 
-/** bytes of a read searched for the end of the head as a string first (a typical head is a few hundred) */
-const HEAD_PEEK = 4096
+/** bytes of a read searched for the end of the head as a string first: a typical head is a few hundred bytes, and a larger peek would copy body bytes for nothing */
+const HEAD_PEEK = 1024
 const HEAD_END = Buffer.from('\r\n\r\n')
 
 export class ResponseParser {

@@ -47,6 +47,15 @@ describe('upstream response parser', () => {
     }
   })
 
+  test('a head longer than the parser\'s first look (1 KiB) in one read, and one split across reads', () => {
+    const long = 'v'.repeat(3000)
+    for (const step of [0, 700]) {
+      const r = parse(`HTTP/1.1 200 OK\r\nX-Long: ${long}\r\nContent-Length: 2\r\n\r\nok`, step)
+      assert.equal(r.error, null)
+      assert.deepEqual([r.headers, r.body, r.ended], [['X-Long', long], 'ok', true])
+    }
+  })
+
   test('chunked bodies, interim 1xx heads, HEAD and 204 without a body, HTTP/1.0 and Connection: close', () => {
     const chunked = parse('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: 1\r\n\r\n', 3)
     assert.equal(chunked.error, null)
