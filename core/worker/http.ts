@@ -65,8 +65,9 @@ const EMPTY: readonly string[] = []
  * text. Each call into uWS costs a JS→C++ crossing and two string conversions;
  * one per header was a measurable share of a proxied request. Invariant: no
  * name or value contains CR or LF (the upstream parser rejects such heads,
- * config values are validated, and request data reaching a response header is
- * checked where it is copied), as it would be header injection with writeHeader too.
+ * config values are validated, and uWS drops requests whose line or headers hold
+ * a bare CR or LF, so none reaches a redirect's Location: test/plugins/redirect-scheme.test.ts);
+ * a line break would be header injection with writeHeader too.
  */
 function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean): void {
   let head = statusLine(status, reason)

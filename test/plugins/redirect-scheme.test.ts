@@ -62,4 +62,21 @@ port = 8443
     assert.match(reply, /^HTTP\/1\.1 400/)
     assert.match(reply, /bad request: no Host header to redirect to/)
   })
+
+  test('a Host or path with a bare CR or LF never reaches the Location header (no response header injection)', async () => {
+    // core/worker/http.ts writes a response head as one block and relies on this
+    for (const raw of ['GET /x HTTP/1.1\r\nhost: a\rX-Injected: 1\r\n\r\n', 'GET /x HTTP/1.1\r\nhost: a\nX-Injected: 1\r\n\r\n',
+      'GET /x\rX-Injected:1 HTTP/1.1\r\nhost: a\r\n\r\n']) {
+      const reply = await new Promise<string>((resolve) => {
+        const s = net.connect(lb.port, '127.0.0.1', () => s.write(raw))
+        let data = ''
+        s.on('data', (d) => { data += d.toString() })
+        s.on('error', () => {})
+        s.on('close', () => resolve(data))
+        setTimeout(() => s.destroy(), 500)
+      })
+      assert.doesNotMatch(reply, /x-injected/i, JSON.stringify(raw))
+      assert.doesNotMatch(reply, /^HTTP\/1\.1 30/, JSON.stringify(raw))
+    }
+  })
 })
