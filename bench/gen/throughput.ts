@@ -3,24 +3,33 @@
 // (the machine is shared and noisy, so only ratios measured together mean
 // anything). Prints a markdown report.
 //
-//   node dist/bench/gen/throughput.js [model.gguf] [--tokens N] [--rounds N] [--only single|concurrency] [--stream-batch 10ms]
+//   node dist/bench/gen/throughput.js [model.gguf] [--tokens N] [--rounds N] [--only single|concurrency]
+//        [--stream-batch 10ms] [--layouts 8x1,4x2,2x4,1x8]
+//
+// The default model is ../shared/models/stories260K.gguf. For a model where
+// batching pays, make one first (bench/gen/make-model.ts) and pass its path:
+//   node dist/bench/gen/throughput.js --only concurrency --tokens 200 $(node dist/bench/gen/make-model.js)
 //
 // Each round measures the compared variants back to back and the report gives
 // the median of the per-round ratios, so a load change between rounds (other
 // processes on the machine) does not masquerade as a difference.
 //
 // 1. single stream: tokens/s through HTTP (stream true and false) / in-process;
-// 2. aggregate tokens/s at 1, 2, 4, 8 concurrent requests, for several
-//    layouts (sequences per context x contexts per model);
+// 2. aggregate tokens/s at 1, 2, 4, 8 concurrent requests (max(3, rounds / 3)
+//    rounds), through HTTP and in-process, for several layouts (sequences per
+//    context x contexts per model); in-process contexts are made as the
+//    endpoint makes them (core/gen/batch-order.ts), and N=8 / N=1 with
+//    node-llama-cpp's default contexts for comparison;
 // 3. time to first token added by the endpoint (HTTP TTFT - in-process TTFT).
 
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { getLlama, LlamaCompletion, LlamaLogLevel } from 'node-llama-cpp'
+import { getLlama, LlamaCompletion, LlamaLogLevel, type LlamaContext } from 'node-llama-cpp'
 import { request } from 'undici'
 import { Checker } from '../../core/config/check.js'
+import { createOrderedContext } from '../../core/gen/batch-order.js'
 import { checkGeneration } from '../../core/gen/config.js'
 import { samplingOptions } from '../../core/gen/generate.js'
 import type { Sampling } from '../../core/gen/protocol.js'
@@ -35,6 +44,8 @@ const TOKENS = flag('--tokens', 400)
 const ROUNDS = flag('--rounds', 9)
 const STREAM_BATCH = args.includes('--stream-batch') ? args[args.indexOf('--stream-batch') + 1]! : ''
 const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : ''
+const LAYOUTS = (args.includes('--layouts') ? args[args.indexOf('--layouts') + 1]! : '8x1,4x2,2x4,1x8')
+  .split(',').map((l) => l.split('x').map(Number) as [number, number])
 const NUM_CTX = 1024
 const PROMPT = 'Once upon a time'
 // Ollama's defaults, as the endpoint applies them; the seed varies per request.
@@ -66,21 +77,34 @@ async function inProcess (seed: number): Promise<{ tokens: number, ms: number, t
   return { tokens, ms, ttftMs: first - t }
 }
 
-/** The engine's own ceiling: n concurrent completions in this process, spread over `contexts` contexts of `parallel` sequences. */
-async function inProcessConcurrent (n: number, parallel: number, contexts: number, round: number): Promise<number> {
-  const ctxs: Array<Awaited<ReturnType<typeof model.createContext>>> = []
-  for (let i = 0; i < Math.min(contexts, n); i++) ctxs.push(await model.createContext({ sequences: parallel, threads: 1, contextSize: NUM_CTX, flashAttention: false }))
+/**
+ * The engine's own ceiling: n concurrent completions in this process, spread
+ * over `contexts` contexts of `parallel` sequences, made as the endpoint makes
+ * them (`ordered`, core/gen/batch-order.ts) or as node-llama-cpp does by default.
+ */
+async function inProcessConcurrent (n: number, parallel: number, contexts: number, round: number, ordered: boolean): Promise<number> {
+  const ctxs: Array<{ context: LlamaContext, active: number, recheck: () => void }> = []
+  for (let i = 0; i < Math.min(contexts, n); i++) {
+    const c = { context: null as unknown as LlamaContext, active: 0, recheck: () => undefined }
+    if (ordered) Object.assign(c, await createOrderedContext(model, parallel, 1, NUM_CTX, () => c.active))
+    else c.context = await model.createContext({ sequences: parallel, threads: 1, contextSize: NUM_CTX, flashAttention: false })
+    ctxs.push(c)
+  }
   let tokens = 0
   const t = performance.now()
   await Promise.all(Array.from({ length: n }, async (_, i) => {
-    const seq = ctxs[i % ctxs.length]!.getSequence()
+    const ctx = ctxs[i % ctxs.length]!
+    ctx.active++
+    const seq = ctx.context.getSequence()
     const c = new LlamaCompletion({ contextSequence: seq })
     await c.generateCompletionWithMeta(PROMPT, {
       ...samplingOptions(sampling(1000 * round + i), seq.contextSize), maxTokens: TOKENS, disableContextShift: true, onToken: (ts) => { tokens += ts.length },
     })
+    ctx.active--
+    ctx.recheck()
   }))
   const rate = tokens / (performance.now() - t) * 1000
-  for (const c of ctxs) await c.dispose()
+  for (const c of ctxs) await c.context.dispose()
   return rate
 }
 
@@ -159,32 +183,41 @@ if (ONLY === '' || ONLY === 'single') {
   await svc.close()
 }
 
-// 2: concurrency, per layout; each round runs N = 1, 2, 4, 8 back to back.
+// 2: concurrency, per layout; each round runs N = 1, 2, 4, 8 back to back, in-process then through HTTP.
 if (ONLY === '' || ONLY === 'concurrency') {
-  say('')
-  say('### Aggregate tokens/s through HTTP at N concurrent requests (stream=true; median of rounds)')
-  say('| layout (sequences per context x contexts) | N=1 | N=2 | N=4 | N=8 | N=8 / N=1 (median of per-round ratios) | same layout in-process: N=8 / N=1 |')
-  say('|---|---|---|---|---|---|---|')
   const LEVELS = [1, 2, 4, 8]
-  for (const [parallel, contexts] of [[8, 1], [4, 2], [2, 4], [1, 8]] as const) {
+  const rows: string[] = []
+  for (const [parallel, contexts] of LAYOUTS) {
     const { svc, base } = await startService(parallel, contexts, dir)
     await Promise.all(Array.from({ length: 8 }, (_, i) => http(base, i, false, 8)))
-    const rates: number[][] = LEVELS.map(() => [])
+    const viaHttp: number[][] = LEVELS.map(() => [])
+    const engine: number[][] = LEVELS.map(() => [])
+    const plainGain: number[] = []
     const gain: number[] = []
-    const engine: number[] = []
-    for (let r = 0; r < Math.max(3, Math.ceil(ROUNDS / 2)); r++) {
-      engine.push(await inProcessConcurrent(8, parallel, contexts, r) / await inProcessConcurrent(1, parallel, contexts, r))
+    const engineGain: number[] = []
+    const kept: number[] = []
+    for (let r = 0; r < Math.max(3, Math.ceil(ROUNDS / 3)); r++) {
       for (let k = 0; k < LEVELS.length; k++) {
         const n = LEVELS[k]!
+        engine[k]!.push(await inProcessConcurrent(n, parallel, contexts, r, true))
         const t = performance.now()
         const res = await Promise.all(Array.from({ length: n }, (_, i) => http(base, 1000 * r + i, true)))
-        rates[k]!.push(res.reduce((s, x) => s + x.tokens, 0) / (performance.now() - t) * 1000)
+        viaHttp[k]!.push(res.reduce((s, x) => s + x.tokens, 0) / (performance.now() - t) * 1000)
       }
-      gain.push(rates[3]![r]! / rates[0]![r]!)
+      plainGain.push(await inProcessConcurrent(8, parallel, contexts, r, false) / await inProcessConcurrent(1, parallel, contexts, r, false))
+      gain.push(viaHttp[3]![r]! / viaHttp[0]![r]!)
+      engineGain.push(engine[3]![r]! / engine[0]![r]!)
+      kept.push(viaHttp[3]![r]! / engine[3]![r]!)
     }
-    say(`| ${parallel} x ${contexts} | ${rates.map((x) => f0(median(x))).join(' | ')} | **${f2(median(gain))}** | ${f2(median(engine))} |`)
+    const cells = (xs: number[][]): string => xs.map((x) => f0(median(x))).join(' / ')
+    rows.push(`| ${parallel} x ${contexts} | ${cells(viaHttp)} | ${cells(engine)} | **${f2(median(gain))}** | ${f2(median(engineGain))} | ${f2(median(plainGain))} | ${f2(median(kept))} |`)
     await svc.close()
   }
+  say('')
+  say('### Aggregate tokens/s at N = 1 / 2 / 4 / 8 concurrent requests (stream=true; medians of rounds, ratios: median of per-round ratios)')
+  say('| layout (sequences per context x contexts) | HTTP | in-process | HTTP N=8 / N=1 | in-process N=8 / N=1 | node-llama-cpp default contexts, in-process N=8 / N=1 | HTTP / in-process at N=8 |')
+  say('|---|---|---|---|---|---|---|')
+  for (const row of rows) say(row)
 }
 
 await rm(dir, { recursive: true, force: true })

@@ -6,18 +6,23 @@
 // together in one batch, different contexts decode concurrently on the native
 // thread pool. New jobs go to an idle context first (spreading over cores),
 // then to the least busy one (batching). Sequences are kept after use, so a
-// later prompt that starts the same way reuses the evaluated prefix.
+// later prompt that starts the same way reuses the evaluated prefix; a job gets
+// the free sequence with the lowest id (see lowestFree).
 //
 // Invariant: a pool for another context size exists only while one of its
 // sequences is leased; an idle one is disposed when a new size is needed, so
 // clients sending many distinct num_ctx values cannot pile up contexts.
 
 import { getLlama, LlamaLogLevel, resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel } from 'node-llama-cpp'
+import { createOrderedContext, type OrderedContext } from './batch-order.js'
 import type { RunnerConf } from './protocol.js'
 
 export const llama: Llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error })
 
-interface Slot { context: LlamaContext, free: LlamaContextSequence[], busy: number }
+/** A sequence and its id in its context (node-llama-cpp keeps the id internal). */
+interface Seq { seq: LlamaContextSequence, id: number }
+/** `made`: sequences created so far; node-llama-cpp numbers them 0, 1, ... as none is ever disposed before its context. */
+interface Slot { context: LlamaContext, recheck: () => void, free: Seq[], busy: number, made: number }
 interface CtxPool { numCtx: number, slots: Slot[], creating: number, waiters: Array<() => void> }
 
 export interface Hosted {
@@ -29,7 +34,7 @@ export interface Hosted {
   pools: Map<number, CtxPool>
 }
 
-export interface Lease { pool: CtxPool, slot: Slot, seq: LlamaContextSequence }
+export interface Lease { pool: CtxPool, slot: Slot, seq: LlamaContextSequence, id: number }
 
 const hosted = new Map<string, Promise<Hosted>>()
 
@@ -89,27 +94,37 @@ export async function acquire (h: Hosted, numCtx: number, conf: RunnerConf): Pro
     for (const s of pool.slots) if (best === null || s.busy < best.busy) best = s
     if ((best === null || best.busy > 0) && pool.slots.length + pool.creating < conf.contexts) {
       pool.creating++
-      let context: LlamaContext
+      let made: OrderedContext
+      let slot: Slot | null = null
       try {
-        context = await h.model.createContext({ sequences: conf.parallel, threads: conf.threads, contextSize: numCtx, flashAttention: false })
+        made = await createOrderedContext(h.model, conf.parallel, conf.threads, numCtx, () => slot?.busy ?? 0)
       } finally {
         pool.creating--
       }
-      best = { context, free: [], busy: 0 }
-      pool.slots.push(best)
+      slot = { context: made.context, recheck: made.recheck, free: [], busy: 0, made: 0 }
+      best = slot
+      pool.slots.push(slot)
     }
     if (best !== null && best.busy < conf.parallel) {
       best.busy++
-      const seq = best.free.pop() ?? best.context.getSequence()
-      return { pool, slot: best, seq }
+      return { pool, slot: best, ...lowestFree(best) }
     }
     // Every sequence is leased (the API process normally prevents this): wait for a release.
     await new Promise<void>((resolve) => pool.waiters.push(resolve))
   }
 }
 
+/** The kept sequence with the lowest id, else a new one: busy ids stay consecutive, so a batch is one forward pass (batch-order.ts). */
+function lowestFree (slot: Slot): Seq {
+  if (slot.free.length === 0) return { seq: slot.context.getSequence(), id: slot.made++ }
+  let i = 0
+  for (let k = 1; k < slot.free.length; k++) if (slot.free[k]!.id < slot.free[i]!.id) i = k
+  return slot.free.splice(i, 1)[0]!
+}
+
 export function release (lease: Lease): void {
   lease.slot.busy--
-  lease.slot.free.push(lease.seq)
+  lease.slot.free.push({ seq: lease.seq, id: lease.id })
+  lease.slot.recheck()
   lease.pool.waiters.shift()?.()
 }

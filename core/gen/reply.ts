@@ -1,7 +1,8 @@
 // Ollama response shapes for /api/generate and /api/chat, and the way they are
 // written: NDJSON (one compact object per line) when streaming, one JSON
-// document otherwise. Intermediate chunks are built by string concatenation
-// around a per-request prefix, because they are written once per token.
+// document otherwise. Intermediate lines are built by string concatenation
+// around a per-request prefix, because there is one per token; the lines of one
+// batch of pieces go out in one write.
 
 import type { ServerResponse } from 'node:http'
 import type { JobResult } from './protocol.js'
@@ -18,7 +19,7 @@ export class ReplyWriter {
   readonly stream: boolean
   private readonly model: string
   private readonly prefix: string
-  /** Text collected when not streaming. */
+  /** The NDJSON headers are written (the stream has begun). */
   private started = false
 
   constructor (chat: boolean, stream: boolean, model: string) {
@@ -28,12 +29,19 @@ export class ReplyWriter {
     this.prefix = `{"model":${JSON.stringify(model)},"created_at":"`
   }
 
-  /** One streamed piece; `ts` is shared by the pieces of one IPC batch. */
-  piece (res: ServerResponse, text: string, ts: string): void {
+  /**
+   * Consecutive streamed pieces, one NDJSON line each, written as one chunk:
+   * one write (one HTTP chunk, one socket write) per batch instead of per
+   * piece, which is what the client's parser pays for. `ts` is the batch's
+   * arrival time.
+   */
+  pieces (res: ServerResponse, texts: readonly string[], ts: string): void {
     if (!this.started) this.begin(res)
-    res.write(this.chat
-      ? `${this.prefix}${ts}","message":{"role":"assistant","content":${JSON.stringify(text)}},"done":false}\n`
-      : `${this.prefix}${ts}","response":${JSON.stringify(text)},"done":false}\n`)
+    const head = `${this.prefix}${ts}",${this.chat ? '"message":{"role":"assistant","content":' : '"response":'}`
+    const tail = this.chat ? '},"done":false}\n' : ',"done":false}\n'
+    let out = ''
+    for (const t of texts) out += head + JSON.stringify(t) + tail
+    res.write(out)
   }
 
   /** The final object (streamed as the last line, or as the whole body). */

@@ -202,11 +202,7 @@ async function generation (env: RouteEnv, req: IncomingMessage, res: ServerRespo
     env.requests[endpoint][outcome]++
   }
   const sink: JobSink = {
-    pieces (texts, ts) {
-      res.cork()
-      for (const t of texts) writer.piece(res, t, ts)
-      res.uncork()
-    },
+    pieces (texts, ts) { writer.pieces(res, texts, ts) },
     done (result: JobResult) {
       end('ok')
       if (spec.kind === 'load') loadReply(res, r, 'load')

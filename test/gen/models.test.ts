@@ -9,6 +9,7 @@ import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseModelName } from '../../core/gen/names.js'
 import { contextLength, humanCount, quantizationLevel, readGgufInfo } from '../../core/gen/gguf.js'
+import { llamaGgufBytes } from '../../core/gen/llama-gguf.js'
 import { tinyModelBytes } from '../../core/gen/tiny-model.js'
 import { get, HOSTILE, post, RANDOM, startGen, STORIES, tempDir } from './helpers.js'
 
@@ -48,6 +49,19 @@ test('the built-in tiny model is byte-for-byte deterministic and a valid GGUF', 
   assert.equal(info.metadata.get('general.architecture'), 'llama')
   assert.equal(info.metadata.get('tokenizer.ggml.model'), 'llama')
   assert.equal(info.tensorCount, 12)
+})
+
+test('the GGUF writer makes larger f16 models (the benchmark model) from dimensions alone', async (t) => {
+  const dims = { name: 'x', embd: 64, ff: 128, heads: 4, blocks: 3, ctx: 512, type: 'f16', eosFreq: 0.001 } as const
+  const a = llamaGgufBytes(dims)
+  assert.ok(a.equals(llamaGgufBytes(dims)))
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'b.gguf'), a)
+  const info = await readGgufInfo(join(dir, 'b.gguf'))
+  assert.equal(info.metadata.get('llama.block_count'), 3)
+  assert.equal(info.tensorCount, 3 + 9 * 3)
+  assert.equal(info.mainTensorType, 1) // F16: the matrices; norm vectors stay F32
+  assert.equal(quantizationLevel(info), 'F16')
 })
 
 /** An Ollama store as `ollama pull` leaves it: manifests/<host>/<ns>/<model>/<tag> and blobs/sha256-<hex>. */
