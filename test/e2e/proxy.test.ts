@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import http from 'node:http'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, count, freePort, getMany, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, count, freePort, getMany, request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
 
 describe('routing and forwarding', () => {
   let web: Backend, api: Backend, admin: Backend, lb: Lb
@@ -333,16 +333,7 @@ describe('time-outs', () => {
   test('a connect that hangs times out after timeouts.connect: a GET goes to another server, a POST gets 504', async (t) => {
     const hole = await blackHole()
     const good = await startBackend('good')
-    const toml = (servers: string[]): string => `
-[timeouts]
-connect = "300ms"
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-[services.web]
-${servers.map((a) => `[[services.web.servers]]\naddress = "${a}"\ncheck = false\nmax_fails = 0\n`).join('')}`
+    const toml = (servers: string[]): string => simpleConfig(servers, '', '[timeouts]\nconnect = "300ms"')
     const both = await startLb(toml([hole.address, good.address]))
     const holeOnly = await startLb(toml([hole.address]))
     t.after(async () => { await both.stop(); await holeOnly.stop(); await good.close(); hole.close() })
