@@ -7,9 +7,9 @@
 // Connections that open and close between two censuses are not counted in accepts.
 // With very many sockets on the host the period grows (see start()).
 import { readFile } from 'node:fs/promises'
+import { isIPv4 } from 'node:net'
 import type { EntryPointConf } from '../config/static.js'
 import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
-import { isIPv4 } from 'node:net'
 import { parseIp } from '../net/ip.js'
 
 export const CENSUS_MS = 250
