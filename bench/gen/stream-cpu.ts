@@ -2,7 +2,7 @@
 // and by the runner process, streamed and not, for a given stream_batch.
 // CPU time is less sensitive than wall time to other load on the machine.
 //
-//   node dist/bench/gen/stream-cpu.js [--stream-batch 10ms] [model.gguf]
+//   node dist/bench/gen/stream-cpu.js [--stream-batch 50ms] [model.gguf]
 
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -18,7 +18,7 @@ import { createLogger } from '../../core/log.js'
 const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..')
 const args = process.argv.slice(2)
 const MODEL = args.find((a) => a.endsWith('.gguf')) ?? resolve(REPO, '..', 'shared', 'models', 'stories260K.gguf')
-const BATCH = args.includes('--stream-batch') ? args[args.indexOf('--stream-batch') + 1]! : '10ms'
+const BATCH = args.includes('--stream-batch') ? args[args.indexOf('--stream-batch') + 1]! : '50ms'
 const REQUESTS = 10
 const TOKENS = 400
 

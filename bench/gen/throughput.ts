@@ -4,7 +4,7 @@
 // anything). Prints a markdown report.
 //
 //   node dist/bench/gen/throughput.js [model.gguf] [--tokens N] [--rounds N] [--only single|concurrency]
-//        [--stream-batch 10ms] [--layouts 8x1,4x2,2x4,1x8]
+//        [--stream-batch 50ms] [--layouts 8x1,4x2,2x4,1x8]
 //
 // The default model is ../shared/models/stories260K.gguf. For a model where
 // batching pays, make one first (bench/gen/make-model.ts) and pass its path:

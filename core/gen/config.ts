@@ -40,7 +40,7 @@ export interface GenerationConf {
   readonly ollamaModels: string
   /** Serve the project's own deterministic tiny model as "lb-tiny:latest" (written beside the socket). Default: true. */
   readonly builtinModel: boolean
-  /** Streamed pieces are sent at most this often (each still its own NDJSON line), in ms; 0 = every piece at once. Default: "10ms". */
+  /** Streamed pieces are sent at most this often (each still its own NDJSON line), in ms; 0 = every piece at once. Default: "50ms". */
   readonly streamBatchMs: number
   /** First delay before restarting a dead runner process, in ms; doubles per crash. Default: "100ms". */
   readonly restartDelayMs: number
@@ -113,7 +113,7 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
   }
 
   const restartDelayMs = c.duration(t, 'restart_delay', path, 100, 1)
-  const streamBatchMs = t.stream_batch === '0' ? 0 : c.duration(t, 'stream_batch', path, 10)
+  const streamBatchMs = t.stream_batch === '0' ? 0 : c.duration(t, 'stream_batch', path, 50)
   return {
     enabled: c.bool(t, 'enabled', path, true),
     socket: abs(socket),

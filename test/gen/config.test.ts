@@ -21,7 +21,7 @@ test('defaults of an empty [generation] table', () => {
   assert.equal(g.requestTimeoutMs, 300_000)
   assert.equal(g.ollamaModels, '')
   assert.equal(g.builtinModel, true)
-  assert.equal(g.streamBatchMs, 10)
+  assert.equal(g.streamBatchMs, 50)
 })
 
 test('every problem is reported with its key path', () => {
