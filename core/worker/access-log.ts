@@ -1,10 +1,22 @@
-// Access log: one JSON object per line per request, batched per worker and
-// written with one write() per flush, so lines from different workers never
-// interleave mid-line. Health probes are not logged (the caller skips them).
+// Access log: one JSON object per line per request (and per TCP session, as
+// nginx's stream log), batched per worker and written with one write() per
+// flush, so lines from different workers never interleave mid-line. Health
+// probes are not logged (the caller skips them).
 import { closeSync, openSync, writeSync } from 'node:fs'
 import type { Ctx } from './context.js'
 
 const FLUSH_MS = 100
+
+export interface TcpSessionLog {
+  client: string
+  entrypoint: string
+  status: number
+  bytes_in: number
+  bytes_out: number
+  duration_ms: number
+  service: string
+  server: string
+}
 const FLUSH_BYTES = 64 * 1024
 
 export class AccessLog {
@@ -22,7 +34,7 @@ export class AccessLog {
   }
 
   write (ctx: Ctx, durationMs: number): void {
-    this.#buf += JSON.stringify({
+    this.#append({
       time: new Date().toISOString(),
       client: ctx.remoteAddress,
       entrypoint: ctx.entrypoint,
@@ -37,7 +49,20 @@ export class AccessLog {
       service: ctx.service,
       server: ctx.server,
       user: ctx.user === '' ? undefined : ctx.user,
-    }) + '\n'
+    })
+  }
+
+  /**
+   * One TCP session, when it ends. status as nginx's stream module: 200 the
+   * session ran, 502 no server could be connected, 503 no server was usable.
+   * bytes_in: received from the client; bytes_out: sent to it.
+   */
+  writeTcp (s: TcpSessionLog): void {
+    this.#append({ time: new Date().toISOString(), protocol: 'tcp', ...s })
+  }
+
+  #append (line: object): void {
+    this.#buf += JSON.stringify(line) + '\n'
     if (this.#buf.length >= FLUSH_BYTES) this.flush()
     else if (this.#timer === null) {
       this.#timer = setTimeout(() => this.flush(), FLUSH_MS)

@@ -68,6 +68,10 @@ class TcpSession {
   #attempts = 0
   #connected = false
   #finished = false
+  /** for the access log: start tick, outcome (nginx stream $status) and the last server tried */
+  readonly #start = now()
+  #status = 503
+  #serverName = ''
 
   constructor (dp: DataPlane, ep: EntryPointConf, client: net.Socket) {
     this.#dp = dp
@@ -100,6 +104,7 @@ class TcpSession {
     }
     const server = svc.servers[idx]!
     this.#server = server
+    this.#serverName = server.conf.name
     this.#serverIdx = idx
     this.#attempts++
     const c = server.conf
@@ -123,6 +128,7 @@ class TcpSession {
       return
     }
     this.#connected = true
+    this.#status = 200
     const client = this.#client
     const idleMs = this.#dp.conf.timeouts.tunnelMs
     up.setTimeout(idleMs)
@@ -138,6 +144,7 @@ class TcpSession {
     this.#upstream = null
     const server = this.#server!
     const dp = this.#dp
+    this.#status = 502 // unless another server connects
     dp.stripe.addServer(server.slot, C_CONN_ERR)
     recordFailure(dp.shm.i32, server.slot, this.#svc!.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
     this.#release()
@@ -179,5 +186,19 @@ class TcpSession {
     this.#release()
     this.#upstream?.destroy()
     this.#client.destroy()
+    const log = this.#dp.accessLog
+    if (log.enabled) {
+      const c = this.#client
+      log.writeTcp({
+        client: c.remoteAddress ?? '',
+        entrypoint: this.#ep.name,
+        status: this.#status,
+        bytes_in: c.bytesRead,
+        bytes_out: c.bytesWritten,
+        duration_ms: now() - this.#start,
+        service: this.#svc?.conf.name ?? this.#ep.service,
+        server: this.#serverName,
+      })
+    }
   }
 }

@@ -3,6 +3,7 @@
 // idle time-out, and the connection census and cap counting TCP connections.
 import { strict as assert } from 'node:assert'
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { type Lb, freePort, request, sleep, startLb } from '../helpers.js'
@@ -227,4 +228,35 @@ test('TCP connections count toward global.max_connections: at the cap new ones a
   const again = open(tcp)
   assert.equal(await again.greeting, 'a')
   for (const c of [...conns, again]) c.sock.destroy()
+})
+
+test('every TCP session is access-logged when it ends: 200 with its bytes, 502 when the connect failed, 503 when no server was usable', async (t) => {
+  const a = await startEcho('a')
+  const tcp = await freePort()
+  const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"').replaceAll('{{TCP}}', String(tcp)))
+  t.after(async () => { await lb.stop(); await a.stop() })
+  await sleep(600) // the server passes its first checks (rise 2)
+  const ok = open(tcp)
+  assert.equal(await ok.greeting, 'a')
+  ok.sock.end('ping\n')
+  await ok.ended
+  await a.stop()
+  // refused at once: a 502 (before the health check notices); max_fails 1 then takes the server out: a 503
+  for (let i = 0; i < 2; i++) {
+    await new Promise((resolve) => {
+      const s = net.connect(tcp, '127.0.0.1')
+      s.on('error', () => undefined)
+      s.on('close', resolve) // the balancer closes the session: no server to relay to
+    })
+  }
+  await sleep(300) // the workers flush their log lines every 100 ms
+  const lines = readFileSync(`${lb.dir}/access.log`, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  const tcpLines = lines.filter((l) => l.protocol === 'tcp')
+  assert.deepEqual(tcpLines.map((l) => l.status), [200, 502, 503])
+  assert.deepEqual(
+    { ...tcpLines[0], time: undefined, duration_ms: undefined },
+    { time: undefined, duration_ms: undefined, protocol: 'tcp', client: '127.0.0.1', entrypoint: 'db', status: 200, bytes_in: 5, bytes_out: 7, service: 'echo', server: 's1' },
+  )
+  assert.equal(typeof tcpLines[0]!.duration_ms, 'number')
+  assert.equal(tcpLines[1]!.server, 's1')
 })
