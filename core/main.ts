@@ -51,8 +51,8 @@ export async function run (configPath: string, log: Logger = createLogger('info'
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only
   // when a service routes to it or it has its own listener (a model runner costs memory)
-  const wantGen = config.generation.enabled && (config.services.some((s) => s.kind === 'generate') || config.generation.listen !== '')
-  const gen: GenerationService | null = wantGen ? await startGeneration(config.generation, log) : null
+  const wantGen = (c: Config): boolean => c.generation.enabled && (c.services.some((s) => s.kind === 'generate') || c.generation.listen !== '')
+  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log) : null
   const supervisor = new Supervisor(shm, config, slots.apply(config), generation, log)
   try {
     await supervisor.start()
@@ -77,6 +77,16 @@ export async function run (configPath: string, log: Logger = createLogger('info'
       const kept = STATIC_KEYS.filter((k) => JSON.stringify(candidate[k]) !== JSON.stringify(config[k]))
       if (kept.length > 0) log.warn('these sections need a restart; their running values stay', { sections: kept })
       const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])) }
+      if (gen === null && wantGen(next)) {
+        // the first generate service: start the endpoint (with the running [generation] settings) before routing to it
+        try {
+          gen = await startGeneration(next.generation, log)
+          const started = gen
+          management?.attachGen(() => started.stats())
+        } catch (err) {
+          log.error('the generation endpoint failed to start; its routes answer 502', { error: (err as Error).message })
+        }
+      }
       const slotMap = slots.apply(next)
       generation++
       const errors = await supervisor.broadcast(next, slotMap, generation)
@@ -122,7 +132,8 @@ export async function run (configPath: string, log: Logger = createLogger('info'
   }
   try {
     management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, startedAt })
-    if (gen !== null) management.attachGen(() => gen.stats())
+    const g = gen
+    if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {
     await stop()
     throw err

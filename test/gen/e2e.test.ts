@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as undiciRequest } from 'undici'
 import { Ollama } from 'ollama'
-import { request, startBackend, startLb } from '../helpers.js'
+import { request, sleep, startBackend, startLb } from '../helpers.js'
 import { HOSTILE, lines, startGen, STORIES } from './helpers.js'
 
 const CONFIG = (web: string): string => `
@@ -144,3 +144,21 @@ async function scenario (url: string): Promise<void> {
   assert.ok(webOk > 10, `web requests answered during the crash: ${webOk}`)
   assert.equal(webBad, 0, 'no web request failed')
 }
+
+test('a reload that adds the first kind = "generate" service starts the endpoint', async (t) => {
+  const web = await startBackend('web')
+  t.after(() => web.close())
+  const withoutGen = CONFIG(web.address).replace(/\[routers\.api\][^]*?\[services\.gen\]\nkind = "generate"\n/, '')
+  assert.doesNotMatch(withoutGen, /generate/)
+  const lb = await startLb(withoutGen)
+  t.after(() => lb.stop())
+  const body = JSON.stringify({ model: 'stories', prompt: 'Once upon a time', stream: false, options: { num_predict: 5 } })
+  assert.equal((await request(`${lb.url}/api/generate`, { method: 'POST', body })).body, 'web\n', 'before: /api/ goes to the web backend')
+  lb.write(CONFIG(web.address))
+  lb.reload()
+  for (let i = 0; i < 500 && !/"generation":2/.test(lb.log()); i++) await sleep(10)
+  // the runner warms up in the background: the first request waits in the queue for it
+  const r = await request(`${lb.url}/api/generate`, { method: 'POST', body })
+  assert.equal(r.status, 200, r.body)
+  assert.equal(JSON.parse(r.body).eval_count, 5)
+})
