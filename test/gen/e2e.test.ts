@@ -14,7 +14,7 @@ import { Ollama } from 'ollama'
 import { request, sleep, startBackend, startLb } from '../helpers.js'
 import { HOSTILE, lines, startGen, STORIES } from './helpers.js'
 
-const CONFIG = (web: string): string => `
+const GENERATION = `
 [generation]
 socket = "{{DIR}}/gen.sock"
 ollama_models = "off"
@@ -23,17 +23,19 @@ restart_delay = "20ms"
 [generation.models]
 stories = "${STORIES}"
 hostile = "${HOSTILE}"
+`
 
+/** The web entry point: /api/ to the service "gen" defined by `gen` (no such route when null), the rest to `web`. */
+const routes = (web: string, gen: string | null): string => `
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
-
+${gen === null ? '' : `
 [routers.api]
 rule = "PathPrefix(\`/api/\`)"
 service = "gen"
 
-[services.gen]
-kind = "generate"
-
+${gen}
+`}
 [routers.web]
 rule = "PathPrefix(\`/\`)"
 service = "web"
@@ -44,28 +46,9 @@ address = "${web}"
 check = false
 `
 
-const UPSTREAM_CONFIG = (web: string, socket: string): string => `
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-
-[routers.api]
-rule = "PathPrefix(\`/api/\`)"
-service = "gen"
-
-[[services.gen.servers]]
-name = "gen"
-address = "unix:${socket}"
-check = false
-
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-
-[[services.web.servers]]
-name = "w1"
-address = "${web}"
-check = false
-`
+const CONFIG = (web: string): string => GENERATION + routes(web, '[services.gen]\nkind = "generate"')
+const UPSTREAM_CONFIG = (web: string, socket: string): string =>
+  routes(web, `[[services.gen.servers]]\nname = "gen"\naddress = "unix:${socket}"\ncheck = false`)
 
 test('through the balancer, the service as a unix-socket upstream', async (t) => {
   const web = await startBackend('web')
@@ -148,7 +131,7 @@ async function scenario (url: string): Promise<void> {
 test('a reload that adds the first kind = "generate" service starts the endpoint', async (t) => {
   const web = await startBackend('web')
   t.after(() => web.close())
-  const withoutGen = CONFIG(web.address).replace(/\[routers\.api\][^]*?\[services\.gen\]\nkind = "generate"\n/, '')
+  const withoutGen = GENERATION + routes(web.address, null)
   assert.doesNotMatch(withoutGen, /generate/)
   const lb = await startLb(withoutGen)
   t.after(() => lb.stop())
