@@ -1,20 +1,67 @@
 // Counts client connections from the kernel. uWS gives no connection
 // open/close events for HTTP, so the control plane reads the established TCP
-// sockets on the entry points' addresses from /proc/net/tcp{,6} every
-// CENSUS_MS: the count is stub_status "Active connections", sockets not seen
-// before are "accepts", and reaching global.max_connections makes every worker
-// stop accepting (the kernel then refuses new connections) until it drops.
+// sockets on the entry points' addresses from /proc/net/tcp{,6}: the count is
+// stub_status "Active connections", sockets not seen before are "accepts",
+// and reaching global.max_connections makes every worker stop accepting (the
+// kernel then refuses new connections) until it drops.
 // Connections that open and close between two censuses are not counted in accepts.
-// With very many sockets on the host the period grows (see start()).
-import { readFile } from 'node:fs/promises'
+//
+// Cost: reading /proc/net/tcp walks and prints every TCP socket of the host,
+// TIME_WAIT ones included (a proxy next door that churns upstream connections
+// leaves 100k of them: ~75 ms a read). So the full census runs every CENSUS_MS,
+// less often when it is slow (about 1% of a core), and between two censuses a
+// cheap gate (/proc/net/sockstat, a sum of per-CPU counters) runs every GATE_MS:
+// the host's TCP sockets in use bound ours from above, so below the cap it
+// proves the cap is not reached, and at or above it the census runs at once.
+import { closeSync, openSync, readSync } from 'node:fs'
 import { isIPv4 } from 'node:net'
 import type { EntryPointConf } from '../config/static.js'
 import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
 import { parseIp } from '../net/ip.js'
 
-export const CENSUS_MS = 250
-const CENSUS_MAX_MS = 2_000
-const ESTABLISHED = '01'
+export const CENSUS_MS = 1_000
+const CENSUS_MAX_MS = 10_000
+const GATE_MS = 250
+/** Census period per millisecond one census took: about 1% of a core, 5% while the gate says the cap may be near. */
+const PERIOD_PER_COST = 100
+const CAP_PERIOD_PER_COST = 20
+
+/** Reads a /proc file whole, synchronously, into a buffer kept between calls; returns its length in bytes. */
+let procBuf = Buffer.allocUnsafe(1 << 16)
+function readProc (path: string): number {
+  // synchronous on purpose: the kernel hands /proc/net/tcp out one page per read, and a
+  // thread-pool round trip per page costs four times the reads themselves
+  const fd = openSync(path, 'r')
+  try {
+    let len = 0
+    for (;;) {
+      if (procBuf.length - len < 4096) {
+        const bigger = Buffer.allocUnsafe(procBuf.length * 2)
+        procBuf.copy(bigger, 0, 0, len)
+        procBuf = bigger
+      }
+      const n = readSync(fd, procBuf, len, procBuf.length - len, null)
+      if (n === 0) return len
+      len += n
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** TCP sockets in use in this network namespace (any state but TIME_WAIT), from /proc/net/sockstat{,6}; Infinity if unknown. */
+function tcpInUse (files: readonly string[]): number {
+  let n = 0
+  for (const f of files) {
+    let m: RegExpExecArray | null = null
+    try {
+      m = /^TCP6?: inuse (\d+)/m.exec(procBuf.toString('latin1', 0, readProc(f)))
+    } catch {}
+    if (m === null) return Infinity
+    n += Number(m[1])
+  }
+  return n
+}
 
 /** Kernel text of a 16-byte address: each 32-bit word in host (little-endian) byte order, as /proc/net/tcp6 prints it. */
 function procHex (bytes: Uint8Array): string {
@@ -43,14 +90,18 @@ export class Census {
   readonly #ports: Set<string>
   readonly #max: number
   /**
-   * /proc files to read: both walk the kernel's whole table of established
-   * sockets (most of a census's cost), so tcp6 is read only when an entry
-   * point can have IPv6 sockets (an IPv4 address, "0.0.0.0" included, listens on AF_INET).
+   * /proc files to read: tcp6 is read only when an entry point can have IPv6
+   * sockets (an IPv4 address, "0.0.0.0" included, listens on AF_INET).
    */
   readonly #files: string[]
+  readonly #statFiles: string[]
   readonly #setAccepting: (on: boolean) => void
   #seen = new Set<string>()
   #timer: NodeJS.Timeout | null = null
+  /** performance.now() (ms) of the last full census, and the periods (ms) its cost allows. */
+  #last = -Infinity
+  #period = CENSUS_MS
+  #capPeriod = GATE_MS
 
   constructor (shm: Shm, entrypoints: readonly EntryPointConf[], maxConnections: number, setAccepting: (on: boolean) => void) {
     this.#shm = shm
@@ -60,17 +111,19 @@ export class Census {
     this.#max = maxConnections
     const v6 = entrypoints.some((ep) => !isIPv4(ep.host))
     this.#files = v6 ? ['/proc/net/tcp', '/proc/net/tcp6'] : ['/proc/net/tcp']
+    this.#statFiles = v6 ? ['/proc/net/sockstat', '/proc/net/sockstat6'] : ['/proc/net/sockstat']
     this.#setAccepting = setAccepting
   }
 
   start (): void {
     const tick = (): void => {
-      this.sample().catch(() => 0).then((ms) => {
-        // reading /proc/net/tcp walks every TCP socket of the host: with very many
-        // sockets, sample less often (at most every 2 s) to keep the census near 5% of a core
-        this.#timer = setTimeout(tick, Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, ms * 20)))
-        this.#timer.unref()
-      })
+      try {
+        this.#tick()
+      } catch {
+        // no /proc (not Linux, or hidden): no census, connections stay uncounted
+      }
+      this.#timer = setTimeout(tick, GATE_MS)
+      this.#timer.unref()
     }
     tick()
   }
@@ -80,39 +133,64 @@ export class Census {
     this.#timer = null
   }
 
-  /** Counts once; resolves with the milliseconds it took (the kernel's walk of its socket table is most of it). */
-  async sample (): Promise<number> {
-    const now = new Set<string>()
+  #tick (): void {
+    const since = performance.now() - this.#last
+    if (since < this.#period) {
+      // between two full censuses: the gate says whether the cap needs one now
+      if (tcpInUse(this.#statFiles) < this.#max) {
+        if (Atomics.load(this.#shm.i32, H_CONN_CAP_HIT) === 1) this.#publishCap(false)
+        return
+      }
+      if (since < this.#capPeriod) return
+    }
+    const ms = this.sample()
+    this.#last = performance.now()
+    this.#period = Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, ms * PERIOD_PER_COST))
+    this.#capPeriod = Math.max(GATE_MS, ms * CAP_PERIOD_PER_COST)
+  }
+
+  #publishCap (full: boolean): void {
+    Atomics.store(this.#shm.i32, H_CONN_CAP_HIT, full ? 1 : 0)
+    this.#setAccepting(!full)
+  }
+
+  /** Counts once; returns the milliseconds it took (the kernel's walk of its socket table is most of it). */
+  sample (): number {
     const t0 = performance.now()
+    const now = new Set<string>()
     for (const f of this.#files) {
-      let text: string
+      let len: number
       try {
-        text = await readFile(f, 'latin1')
+        len = readProc(f)
       } catch {
         continue
       }
-      let pos = text.indexOf('\n') + 1
-      while (pos > 0 && pos < text.length) {
-        const end = text.indexOf('\n', pos)
-        const line = text.slice(pos, end < 0 ? text.length : end)
-        pos = end < 0 ? -1 : end + 1
-        // "  sl: local rem st ... inode ...": look at the local address first, split only our own sockets
-        const at = line.indexOf(': ') + 2
-        const local = line.slice(at, line.indexOf(' ', at))
-        if (!this.#keys.has(local) && !this.#ports.has(local.slice(local.indexOf(':') + 1))) continue
-        const f = line.trim().split(/\s+/)
-        if (f[3] === ESTABLISHED) now.add(f[9]! + '/' + f[2]!) // inode + peer
+      const buf = procBuf
+      // "  sl: local rem st ...": local and remote are fixed-width hex, so the state sits at a fixed
+      // offset from the first ": ", and most lines (TIME_WAIT, other ports) are skipped without a string
+      const addrLen = f.endsWith('6') ? 37 : 13
+      let pos = buf.indexOf(10) + 1
+      while (pos > 0 && pos < len) {
+        let end = buf.indexOf(10, pos)
+        if (end < 0 || end > len) end = len
+        const at = buf.indexOf(58, pos) + 2 // ':' of "sl:"
+        const st = at + 2 * addrLen + 2
+        if (at > 1 && st + 1 < end && buf[st] === 48 && buf[st + 1] === 49) { // "01": ESTABLISHED
+          const local = buf.toString('latin1', at, at + addrLen)
+          if (this.#keys.has(local) || this.#ports.has(local.slice(addrLen - 4))) {
+            const fields = buf.toString('latin1', pos, end).trim().split(/\s+/)
+            now.add(fields[9]! + '/' + fields[2]!) // inode + peer
+          }
+        }
+        pos = end + 1
       }
     }
     let fresh = 0
     for (const k of now) if (!this.#seen.has(k)) fresh++
     this.#seen = now
-    const i32 = this.#shm.i32
-    Atomics.store(i32, H_CONN_ACTIVE, now.size)
+    Atomics.store(this.#shm.i32, H_CONN_ACTIVE, now.size)
     this.#shm.f64[stripeBase(this.#shm.workers) + G_ACCEPTS]! += fresh
-    const full = now.size >= this.#max
-    Atomics.store(i32, H_CONN_CAP_HIT, full ? 1 : 0)
-    this.#setAccepting(!full)
+    this.#publishCap(now.size >= this.#max)
     return performance.now() - t0
   }
 }

@@ -9,7 +9,7 @@ import { sumGlobal } from '../shm/counters.js'
 export function renderStatus (shm: Shm): string {
   const reading = sumGlobal(shm, G_READING)
   const writing = sumGlobal(shm, G_WRITING)
-  // the census runs every 250 ms: never report fewer connections than requests in progress
+  // the census runs about once a second: never report fewer connections than requests in progress
   const active = Math.max(Atomics.load(shm.i32, H_CONN_ACTIVE), reading + writing)
   const accepts = Math.max(sumGlobal(shm, G_ACCEPTS), active)
   const requests = sumGlobal(shm, G_REQUESTS)

@@ -38,16 +38,16 @@ check = false
   // 40 requests over 4 keep-alive connections that stay open, spread over both workers
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
   await Promise.all(Array.from({ length: 40 }, () => request(`${lb.url}/x`, { agent })))
-  // the kernel census runs every 250 ms (up to 2 s on a host with very many sockets)
+  // the kernel census runs every second (up to 10 s on a host with very many sockets)
   let polls = 1
   let m2 = STUB.exec((await request(`${lb.url}/status`)).body)!
-  for (; polls < 40 && Number(m2[1]) < 4; polls++) {
+  for (; polls < 120 && Number(m2[1]) < 4; polls++) {
     await sleep(100)
     m2 = STUB.exec((await request(`${lb.url}/status`)).body)!
   }
   assert.equal(Number(m2[4]) - Number(m1[4]), 40 + polls, 'requests: 40 proxied + the status requests')
   assert.ok(Number(m2[1]) >= 4, `active ${m2[1]} with 4 idle keep-alive connections open`)
-  assert.ok(Number(m2[2]) >= 4, 'accepts counts the 4 connections (the census sees connections that live past one 250 ms period)')
+  assert.ok(Number(m2[2]) >= 4, 'accepts counts the 4 connections (the census sees connections that live past one period)')
   assert.equal(m2[2], m2[3], 'handled = accepts')
   assert.equal(Number(m2[6]), 1, 'Writing: this request')
   assert.equal(Number(m2[1]), Number(m2[5]) + Number(m2[6]) + Number(m2[7]), 'active = reading + writing + waiting')
