@@ -99,7 +99,8 @@ export function createMetrics (ctx: AdminContext): Metrics {
     for (let m = 0; m < REQ_METHODS.length; m++) {
       for (let c = 0; c < REQ_CODES.length; c++) {
         const v = r[m * REQ_CODES.length + c]!
-        if (v > 0) out.push([{ ...base, method: REQ_METHODS[m]!, code: REQ_CODES[c]!, protocol: 'http' }, v])
+        // a 101 is a WebSocket handshake (the only upgrade proxied); Traefik labels those "websocket"
+        if (v > 0) out.push([{ ...base, method: REQ_METHODS[m]!, code: REQ_CODES[c]!, protocol: REQ_CODES[c] === '101' ? 'websocket' : 'http' }, v])
       }
     }
     return out

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
 import { request, sleep } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
+import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
 function sample (text: string, name: string, labels: Record<string, string> = {}): number {
   let total = 0
@@ -91,4 +92,35 @@ address = "${b2!.address}"
     assert.fail(`promtool check metrics failed:\n${e.stdout}${e.stderr}`)
   }
   assert.equal(out.trim(), '')
+})
+
+test('metrics: a WebSocket session is counted with protocol "websocket", as Traefik labels it', async (t) => {
+  const echo = await startWsEcho('e')
+  const a = await startAdminLb(`[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.ws]
+rule = "PathPrefix(\`/\`)"
+service = "ws"
+[services.ws]
+[[services.ws.servers]]
+address = "${echo.address}"
+check = false
+`)
+  t.after(async () => { await a.lb.stop(); await echo.close() })
+  const ws = await connect(`ws://127.0.0.1:${a.lb.port}/chat`)
+  ws.send('hi')
+  assert.equal((await nextMessage(ws)).data.toString(), 'hi')
+  ws.close(1000)
+  await closed(ws)
+  assert.equal((await request(`${a.lb.url}/plain`)).status, 200)
+  // the session is counted when it ends
+  let m = ''
+  for (let i = 0; i < 50 && sample(m, 'lb_entrypoint_requests_total') < 2; i++) {
+    await sleep(20)
+    m = (await request(`${a.dash}/metrics`)).body
+  }
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { code: '101', protocol: 'websocket' }), 1)
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { code: '200', protocol: 'http' }), 1)
+  assert.equal(sample(m, 'lb_entrypoint_requests_total', { protocol: 'http', code: '101' }), 0)
+  assert.equal(sample(m, 'lb_router_requests_total', { router: 'ws@file', protocol: 'websocket' }), 1)
 })
