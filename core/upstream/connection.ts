@@ -61,8 +61,9 @@ export class UpstreamConnection implements ResponseSink {
     this.parser.reset(this, isHead)
   }
 
+  /** Strings go out as UTF-8: request text from uWS (path, query, header values) is UTF-8-decoded, so this restores its bytes. */
   write (data: string | Buffer): boolean {
-    return typeof data === 'string' ? this.socket.write(data, 'latin1') : this.socket.write(data)
+    return this.socket.write(data)
   }
 
   destroy (): void {

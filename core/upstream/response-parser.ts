@@ -7,7 +7,7 @@
 // Transfer-Encoding ends in chunked; else Content-Length; else until close.
 
 export interface ResponseSink {
-  /** headers: flat [name, value, ...] as received, hop-by-hop and framing headers removed */
+  /** headers: flat [name, value, ...] as received (values UTF-8-decoded), hop-by-hop and framing headers removed */
   onHead (status: number, reason: string, headers: string[], contentLength: number): void
   /** a piece of body bytes buf[start, end); return false to stop reading after this read */
   onBody (buf: Buffer, start: number, end: number): boolean
@@ -195,7 +195,11 @@ export class ResponseParser {
     const status = statusCode(head, eol)
     if (status < 0) return 'invalid status line'
     const http10 = head.charCodeAt(7) === 48
-    const reason = eol > 13 ? head.slice(13, eol) : ''
+    // head is latin1 (one char per byte, so offsets are byte offsets); text handed on is
+    // UTF-8-decoded, as uWS decodes requests and encodes what it writes. Almost every
+    // head is ASCII, where the two agree: one scan decides whether values need decoding.
+    const wide = NON_ASCII.test(end === head.length ? head : head.slice(0, end))
+    const reason = eol > 13 ? text(head, 13, eol, wide) : ''
     const headers: string[] = []
     let contentLength = -1
     let chunked = false
@@ -211,7 +215,7 @@ export class ResponseParser {
       while (ve > vs && isBlank(head.charCodeAt(ve - 1))) ve--
       const kind = dropKind(head, pos, colon - pos)
       if (kind === KEEP) {
-        headers.push(head.slice(pos, colon), head.slice(vs, ve))
+        headers.push(head.slice(pos, colon), text(head, vs, ve, wide))
       } else if (kind === CONTENT_LENGTH) {
         const n = decimal(head, vs, ve)
         if (n < 0 || (contentLength >= 0 && n !== contentLength)) return 'invalid content-length'
@@ -273,6 +277,17 @@ function statusCode (s: string, eol: number): number {
 }
 
 function isBlank (c: number): boolean { return c === 32 || c === 9 }
+
+const NON_ASCII = /[^\0-\x7f]/
+
+/**
+ * s[from, to) of a latin1 head as text: its bytes UTF-8-decoded when `wide`
+ * and non-ASCII. Bytes that are not UTF-8 (obsolete latin1 text) become U+FFFD.
+ */
+function text (s: string, from: number, to: number, wide: boolean): string {
+  const v = s.slice(from, to)
+  return wide && NON_ASCII.test(v) ? Buffer.from(v, 'latin1').toString('utf8') : v
+}
 
 /** A non-negative decimal s[from, to) of at most 15 digits, or -1. */
 function decimal (s: string, from: number, to: number): number {

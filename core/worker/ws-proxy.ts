@@ -182,7 +182,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
       if (this.#sock !== sock) return
       this.#phase = PH_HANDSHAKE
       this.#deadline = now() + dp.conf.timeouts.serverMs
-      sock.write(this.#requestHead(), 'latin1')
+      sock.write(this.#requestHead()) // UTF-8, as core/upstream/connection.ts write()
     })
     sock.on('error', () => { if (this.#sock === sock) this.#serverGone(sock.connecting ? 'LB_ERR_UPSTREAM_CONNECT' : 'LB_ERR_UPSTREAM_RESET') })
     sock.on('close', () => { if (this.#sock === sock) this.#serverGone('LB_ERR_UPSTREAM_RESET') })
@@ -236,7 +236,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
       return true
     }
     this.#head = null
-    const lines = src.toString('latin1', 0, idx).split('\r\n')
+    const lines = src.toString('utf8', 0, idx).split('\r\n') // UTF-8 text, as uWS writes it back (see response-parser.ts)
     const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!)
     if (m === null) {
       this.#serverFailed('LB_ERR_UPSTREAM_PROTOCOL')
