@@ -143,7 +143,7 @@ export class Census {
       }
       if (since < this.#capPeriod) return
     }
-    const ms = this.sample()
+    const ms = this.#sample()
     this.#last = performance.now()
     this.#period = Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, ms * PERIOD_PER_COST))
     this.#capPeriod = Math.max(GATE_MS, ms * CAP_PERIOD_PER_COST)
@@ -155,7 +155,7 @@ export class Census {
   }
 
   /** Counts once; returns the milliseconds it took (the kernel's walk of its socket table is most of it). */
-  sample (): number {
+  #sample (): number {
     const t0 = performance.now()
     const now = new Set<string>()
     for (const f of this.#files) {
