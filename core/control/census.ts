@@ -26,7 +26,7 @@ const GATE_MS = 250
 const PERIOD_PER_COST = 100
 const CAP_PERIOD_PER_COST = 20
 
-/** Reads a /proc file whole, synchronously, into a buffer kept between calls; returns its length in bytes. */
+/** Reads a /proc file whole, synchronously, into a buffer kept between calls (it grows to the largest file read: about 150 bytes a socket); returns its length in bytes. */
 let procBuf = Buffer.allocUnsafe(1 << 16)
 function readProc (path: string): number {
   // synchronous on purpose: the kernel hands /proc/net/tcp out one page per read, and a
