@@ -26,8 +26,11 @@ export interface ClientResponse {
   onDrain (cb: () => void): void
   /** Ends the response (after head and body). */
   end (): void
-  /** A complete small response in one write; `close` asks to close the connection after it. */
-  send (status: number, headers: readonly string[], body: string, close?: boolean): void
+  /**
+   * A complete small response in one write; `close` asks to close the connection after it.
+   * Returns the body bytes sent (0 for HEAD, or when the client is gone), for the access log and counters.
+   */
+  send (status: number, headers: readonly string[], body: string, close?: boolean): number
   /** Closes the client connection at once (a response that cannot be completed). */
   destroy (): void
 }

@@ -194,7 +194,7 @@ export class DataPlane {
       else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.#error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
       else {
         ctx.status = 200
-        client.send(200, TEXT, renderStatus(this.shm))
+        ctx.bytesOut = client.send(200, TEXT, renderStatus(this.shm))
         this.finish(ctx)
       }
       return
@@ -210,7 +210,7 @@ export class DataPlane {
   #reply (ctx: Ctx, client: ClientResponse): void {
     const r = ctx.reply!
     ctx.status = r.status
-    client.send(r.status, r.headers, r.body)
+    ctx.bytesOut = client.send(r.status, r.headers, r.body)
     this.finish(ctx)
   }
 
@@ -218,7 +218,7 @@ export class DataPlane {
     const status = ERRORS[code].status
     ctx.status = status
     // the rest of an unread request body is drained by uWS, so the connection stays usable
-    client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
+    ctx.bytesOut = client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
     this.finish(ctx)
   }
 

@@ -252,16 +252,18 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     })
   }
 
-  send (status: number, headers: readonly string[], body: string, close = false): void {
-    if (this.aborted || this.#ended) return
+  send (status: number, headers: readonly string[], body: string, close = false): number {
+    if (this.aborted || this.#ended) return 0
     this.started = true
     this.resumeBody()
     this.#ended = true
+    const length = Buffer.byteLength(body)
     this.#res.cork(() => {
       writeHead(this.#res, status, '', headers, this.#asksClose)
-      if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
+      if (this.#headRequest) this.#res.endWithoutBody(length, close)
       else this.#res.end(body, close)
     })
+    return this.#headRequest ? 0 : length
   }
 
   destroy (): void {

@@ -290,12 +290,7 @@ export class ProxyExchange implements Exchange {
       this.#reconnect(this.#serverIdx, reported)
       return
     }
-    if (this.#responded) {
-      this.#client.destroy() // the head is out: the only honest signal left is cutting the connection
-      this.#finish()
-      return
-    }
-    this.#fail(reported, {})
+    this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
   }
 
   #reconnect (exclude: number, failed: ErrorCode): void {
@@ -330,8 +325,14 @@ export class ProxyExchange implements Exchange {
    */
   #fail (code: ErrorCode, params: Record<string, string | number>, close = false, status: number = ERRORS[code].status): void {
     const ctx = this.#ctx
+    if (this.#responded) {
+      // the server's head is already out (it answered before the body ended): no second head, cut the connection
+      this.#client.destroy()
+      this.#finish()
+      return
+    }
     ctx.status = status
-    this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close)
+    ctx.bytesOut = this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close)
     this.#finish()
   }
 

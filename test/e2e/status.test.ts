@@ -72,5 +72,11 @@ check = false
   assert.equal(logged.service, 'web')
   assert.equal(logged.server, 's1')
   assert.equal(typeof logged.duration_ms, 'number')
-  assert.equal(lines.find((l) => l.status === 403)!.client, '127.0.0.2')
+  const forbidden = lines.find((l) => l.status === 403)!
+  assert.equal(forbidden.client, '127.0.0.2')
+  // answers the balancer writes itself count their body bytes too (nginx's $body_bytes_sent); HEAD sends none
+  assert.equal(forbidden.bytes_out, Buffer.byteLength(other.body))
+  const statusLines = lines.filter((l) => l.path === '/status' && l.status === 200)
+  assert.ok(statusLines.some((l) => l.method === 'GET' && l.bytes_out === first.body.length), JSON.stringify(statusLines[0]))
+  assert.ok(statusLines.some((l) => l.method === 'HEAD' && l.bytes_out === 0))
 })
