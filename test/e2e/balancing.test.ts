@@ -40,7 +40,8 @@ test('least connections counts requests in flight on ALL workers', async (t) => 
     const heldBefore = held.length
     let settled = false
     pending.push(request(lb.url).then(() => { settled = true }, () => { settled = true }))
-    for (let k = 0; k < 500 && !settled && held.length === heldBefore; k++) await sleep(5)
+    // (up to 10 s: on a slow machine a request that is still in flight when the next one starts makes a tie)
+    for (let k = 0; k < 2000 && !settled && held.length === heldBefore; k++) await sleep(5)
   }
   await sleep(100)
   assert.equal(held.length, 1, `slow got ${held.length} requests`)
