@@ -98,10 +98,9 @@ export class Census {
   readonly #setAccepting: (on: boolean) => void
   #seen = new Set<string>()
   #timer: NodeJS.Timeout | null = null
-  /** performance.now() (ms) of the last full census, and the periods (ms) its cost allows. */
+  /** performance.now() (ms) of the last full census, and what it took (ms): the periods follow from it. */
   #last = -Infinity
-  #period = CENSUS_MS
-  #capPeriod = GATE_MS
+  #cost = 0
 
   constructor (shm: Shm, entrypoints: readonly EntryPointConf[], maxConnections: number, setAccepting: (on: boolean) => void) {
     this.#shm = shm
@@ -116,12 +115,9 @@ export class Census {
   }
 
   start (): void {
+    // without /proc (not Linux, or hidden) nothing is counted: unreadable files read as empty (#sample) or unknown (tcpInUse)
     const tick = (): void => {
-      try {
-        this.#tick()
-      } catch {
-        // no /proc (not Linux, or hidden): no census, connections stay uncounted
-      }
+      this.#tick()
       this.#timer = setTimeout(tick, GATE_MS)
       this.#timer.unref()
     }
@@ -135,18 +131,16 @@ export class Census {
 
   #tick (): void {
     const since = performance.now() - this.#last
-    if (since < this.#period) {
+    if (since < Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, this.#cost * PERIOD_PER_COST))) {
       // between two full censuses: the gate says whether the cap needs one now
       if (tcpInUse(this.#statFiles) < this.#max) {
         if (Atomics.load(this.#shm.i32, H_CONN_CAP_HIT) === 1) this.#publishCap(false)
         return
       }
-      if (since < this.#capPeriod) return
+      if (since < Math.max(GATE_MS, this.#cost * CAP_PERIOD_PER_COST)) return
     }
-    const ms = this.#sample()
+    this.#cost = this.#sample()
     this.#last = performance.now()
-    this.#period = Math.min(CENSUS_MAX_MS, Math.max(CENSUS_MS, ms * PERIOD_PER_COST))
-    this.#capPeriod = Math.max(GATE_MS, ms * CAP_PERIOD_PER_COST)
   }
 
   #publishCap (full: boolean): void {
