@@ -197,8 +197,10 @@ export class ResponseParser {
     const http10 = head.charCodeAt(7) === 48
     // head is latin1 (one char per byte, so offsets are byte offsets); text handed on is
     // UTF-8-decoded, as uWS decodes requests and encodes what it writes. Almost every
-    // head is ASCII, where the two agree: one scan decides whether values need decoding.
-    const wide = NON_ASCII.test(end === head.length ? head : head.slice(0, end))
+    // head is ASCII, where the two agree: one scan decides whether values need decoding. It
+    // covers all of `head`, which may run on into body bytes: a non-ASCII body then only
+    // costs a check of each value (text()), while slicing the head off first costs every response.
+    const wide = isWide(head)
     const reason = eol > 13 ? text(head, 13, eol, wide) : ''
     const headers: string[] = []
     let contentLength = -1
@@ -279,6 +281,15 @@ function statusCode (s: string, eol: number): number {
 function isBlank (c: number): boolean { return c === 32 || c === 9 }
 
 const NON_ASCII = /[^\0-\x7f]/
+
+/**
+ * The latin1 string holds a byte above 0x7f: its UTF-8 length then exceeds its
+ * length. Buffer.byteLength is one native call, several times cheaper than a
+ * regular expression scan of the same string (bench/micro/proxy-path.bench.ts).
+ */
+function isWide (s: string): boolean {
+  return Buffer.byteLength(s, 'utf8') !== s.length
+}
 
 /**
  * s[from, to) of a latin1 head as text: its bytes UTF-8-decoded when `wide`

@@ -56,6 +56,23 @@ describe('upstream response parser', () => {
     }
   })
 
+  test('UTF-8 header values are decoded; ASCII ones and the body bytes after them, in the same read, are untouched', () => {
+    const utf8 = (s: string): string => Buffer.from(s, 'utf8').toString('latin1') // the bytes on the wire
+    const binary = '\x1f\x8b\x08\x00\xff\xfe'
+    for (const [wire, headers] of [
+      [`HTTP/1.1 200 ${utf8('Très bien')}\r\nX-Name: ${utf8('Zoë')}\r\nX-Plain: abc\r\nContent-Length: 6\r\n\r\n${binary}`, ['X-Name', 'Zoë', 'X-Plain', 'abc']],
+      [`HTTP/1.1 200 OK\r\nX-Plain: abc\r\nContent-Length: 6\r\n\r\n${binary}`, ['X-Plain', 'abc']],
+    ] as const) {
+      for (const step of [0, 3]) {
+        const r = parse(wire, step)
+        assert.equal(r.error, null)
+        assert.deepEqual(r.headers, headers)
+        assert.equal(r.body, binary)
+      }
+    }
+    assert.equal(parse(`HTTP/1.1 200 ${utf8('Très bien')}\r\nContent-Length: 0\r\n\r\n`).reason, 'Très bien')
+  })
+
   test('chunked bodies, interim 1xx heads, HEAD and 204 without a body, HTTP/1.0 and Connection: close', () => {
     const chunked = parse('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: 1\r\n\r\n', 3)
     assert.equal(chunked.error, null)
