@@ -204,7 +204,8 @@ check = false
     const c = await done
     assert.equal(c.code, 1013)
     assert.equal(c.reason, 'server too slow')
-    assert.match(lb.log(), /LB_ERR_WS_BACKPRESSURE|more than 131072 bytes from the client waited/)
+    // the worker's log line travels through the control plane to stdout: it may land after the close frame
+    await until(() => /LB_ERR_WS_BACKPRESSURE|more than 131072 bytes from the client waited/.test(lb.log()), 5000, 'the backpressure log line')
 
     const ws2 = await connect(`ws://127.0.0.1:${small}/ws`)
     ws2.send('name?')
