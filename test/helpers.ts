@@ -42,6 +42,12 @@ export interface Lb {
   readonly proc: ChildProcess
   /** stderr (control-plane log) so far */
   readonly log: () => string
+  /**
+   * Waits until the log matches `re` (at most `ms`) and returns it. Worker log
+   * lines reach stderr through the control plane asynchronously: a line can land
+   * after the effect a test observed, so read it with this, not log() at once.
+   */
+  logMatching (re: RegExp, ms?: number): Promise<string>
   readonly stdout: () => string
   /** rewrites the config file (with the same placeholders) */
   write (toml: string): void
@@ -89,6 +95,10 @@ export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> 
     file,
     proc,
     log: () => err,
+    logMatching: async (re, ms = 4000) => {
+      for (const end = Date.now() + ms; !re.test(err) && Date.now() < end;) await sleep(10)
+      return err
+    },
     stdout: () => out,
     write: (t) => writeFileSync(file, render(t)),
     reload: () => { proc.kill('SIGHUP') },

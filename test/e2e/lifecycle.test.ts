@@ -29,11 +29,11 @@ test('SIGHUP reloads under traffic with no failed request; an invalid file is re
   await sleep(200)
   lb.write(simpleConfig([a.address, b.address]))
   lb.reload()
-  for (let i = 0; i < 200 && !/"generation":2/.test(lb.log()); i++) await sleep(10)
+  await lb.logMatching(/"generation":2/)
   await sleep(200)
   lb.write('this is [not toml')
   lb.reload()
-  for (let i = 0; i < 200 && !/reload rejected/.test(lb.log()); i++) await sleep(10)
+  await lb.logMatching(/reload rejected/)
   await sleep(200)
   stop = true
   await Promise.all(loops)

@@ -22,7 +22,7 @@ check = false
 `)
   t.after(async () => { await lb.stop(); await web.close() })
   await assert.rejects(request(`${lb.url}/crash`), /socket hang up|ECONNRESET/)
-  for (let i = 0; i < 200 && !/worker exited; restarting/.test(lb.log()); i++) await sleep(10)
+  await lb.logMatching(/worker exited; restarting/)
   assert.match(lb.log(), /"msg":"worker exited; restarting".*"code":7/)
   // whichever worker the kernel picks, every request is served, during and after the restart
   const bodies = await getMany(`${lb.url}/ok`, 40)

@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { request as undiciRequest } from 'undici'
 import { Ollama } from 'ollama'
-import { request, sleep, startBackend, startLb } from '../helpers.js'
+import { request, startBackend, startLb } from '../helpers.js'
 import { HOSTILE, lines, startGen, STORIES } from './helpers.js'
 
 const GENERATION = `
@@ -139,7 +139,7 @@ test('a reload that adds the first kind = "generate" service starts the endpoint
   assert.equal((await request(`${lb.url}/api/generate`, { method: 'POST', body })).body, 'web\n', 'before: /api/ goes to the web backend')
   lb.write(CONFIG(web.address))
   lb.reload()
-  for (let i = 0; i < 500 && !/"generation":2/.test(lb.log()); i++) await sleep(10)
+  await lb.logMatching(/"generation":2/, 5000)
   // the runner warms up in the background: the first request waits in the queue for it
   const r = await request(`${lb.url}/api/generate`, { method: 'POST', body })
   assert.equal(r.status, 200, r.body)

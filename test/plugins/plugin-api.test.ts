@@ -82,9 +82,7 @@ mode = "create"
     } finally {
       agent.destroy()
     }
-    // worker log lines reach the control plane's stderr asynchronously
-    for (let i = 0; i < 100 && !/middleware failed on response/.test(lb.log()); i++) await sleep(20)
-    const log = lb.log()
+    const log = await lb.logMatching(/middleware failed on response/)
     assert.match(log, /"msg":"middleware failed".*"middleware":"thrower".*boom in onRequest/)
     assert.match(log, /"msg":"middleware failed".*"middleware":"thrower".*boom in an async onRequest/)
     assert.match(log, /"msg":"middleware failed on response".*"middleware":"thrower".*boom in onResponse/)

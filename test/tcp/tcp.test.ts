@@ -167,10 +167,10 @@ describe('TCP mode', () => {
       assert.equal(await c.greeting, 'a')
       c.sock.destroy()
     }
-    for (let i = 0; i < 100 && !/server DOWN.*"server":"s2"/.test(lb.log()); i++) await sleep(20)
+    await lb.logMatching(/server DOWN.*"server":"s2"/)
     assert.match(lb.log(), /server DOWN.*"check":"L4CON"/)
     await b.start()
-    for (let i = 0; i < 100 && !/server UP.*"server":"s2"/.test(lb.log()); i++) await sleep(20)
+    await lb.logMatching(/server UP.*"server":"s2"/)
     assert.match(lb.log(), /server UP.*"server":"s2"/)
     await sleep(1100) // passive fail_timeout
     const names: string[] = []

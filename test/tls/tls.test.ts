@@ -259,18 +259,14 @@ ${routes(backend.address)}`)
     assert.equal((await nextMessage(ws)).data.toString(), 'still here')
     ws.close()
     agent.destroy()
-    // worker log lines reach the control plane's stderr asynchronously
-    const logged = (): boolean => /TLS certificates reloaded.*websecure/.test(lb.log()) && /TLS certificates reloaded.*mtls/.test(lb.log())
-    for (let i = 0; i < 200 && !logged(); i++) await sleep(20)
-    assert.match(lb.log(), /TLS certificates reloaded.*websecure/)
-    assert.match(lb.log(), /TLS certificates reloaded.*mtls/)
+    for (const re of [/TLS certificates reloaded.*websecure/, /TLS certificates reloaded.*mtls/]) assert.match(await lb.logMatching(re), re)
   })
 
   test('a reload with unusable certificate files is rejected; the running certificates stay', async () => {
     const served = (await handshake(lb.port)).peer
     copyFileSync(certs.other.key, live.key) // no longer matches live.crt
     lb.reload()
-    for (let i = 0; i < 200 && !/reload rejected/.test(lb.log()); i++) await sleep(20)
+    await lb.logMatching(/reload rejected/)
     assert.match(lb.log(), /reload rejected.*entrypoints\.websecure\.tls: .*(mismatch|does not match)/)
     assert.equal((await handshake(lb.port)).peer, served)
     assert.equal((await get(lb.port, '/c', { ca: readPem(certs.ca) })).status, 200)
