@@ -59,6 +59,8 @@ export class ProxyExchange implements Exchange {
   #transform: Transform | null = null
   /** a 'drain' listener on the transform is already waiting to resume the upstream */
   #transformWaiting = false
+  /** body bytes of a Content-Length response still to come; -1: not known */
+  #bodyLeft = -1
   requestComplete = false
 
   constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
@@ -189,6 +191,7 @@ export class ProxyExchange implements Exchange {
     }
     const slot = this.#server!.slot
     this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
+    this.#bodyLeft = contentLength
     this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength)
   }
 
@@ -237,6 +240,8 @@ export class ProxyExchange implements Exchange {
       }
       return false
     }
+    // the client's response is complete with its last body byte: the server's slot goes back first (see onEnd)
+    if (this.#bodyLeft > 0 && (this.#bodyLeft -= end - start) === 0) this.#releaseServer()
     if (this.#client.body(buf, start, end)) return true
     // client backpressure: the client side kept the bytes; stop reading upstream until it drains.
     // While paused the wait is the client's, so it runs on the client time-out, not the server's.
@@ -251,11 +256,13 @@ export class ProxyExchange implements Exchange {
   }
 
   onEnd (): void {
+    // The server's part is over: give its slot back before the client can see
+    // the end, or its next request, taken by another worker, could still count
+    // this one in flight (leastconn would then see a false tie).
+    this.#release()
     const tf = this.#transform
     if (tf !== null) {
-      // the upstream part is over (its connection goes back to the pool); the client's end follows the transform's
-      this.#release()
-      tf.end()
+      tf.end() // the client's end follows the transform's
       return
     }
     this.#client.end()
@@ -298,16 +305,20 @@ export class ProxyExchange implements Exchange {
     this.#connect(exclude, failed)
   }
 
-  /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
+  /** The connection is gone or reusable: not this exchange's any more. */
   #release (): void {
-    if (this.#server !== null) {
-      addInflight(this.#dp.shm.i32, this.#server.slot, -1)
-      const ctx = this.#ctx
-      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_IN, ctx.bytesIn)
-      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_OUT, ctx.bytesOut)
-      this.#server = null
-    }
+    this.#releaseServer()
     this.#conn = null
+  }
+
+  /** Gives the server slot back (in-flight count) and counts its bytes; once. */
+  #releaseServer (): void {
+    const server = this.#server
+    if (server === null) return
+    this.#server = null
+    addInflight(this.#dp.shm.i32, server.slot, -1)
+    this.#dp.stripe.addServer(server.slot, C_BYTES_IN, this.#ctx.bytesIn)
+    this.#dp.stripe.addServer(server.slot, C_BYTES_OUT, this.#ctx.bytesOut)
   }
 
   #clientAborted (): void {
