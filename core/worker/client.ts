@@ -26,11 +26,13 @@ export interface ClientResponse {
   onDrain (cb: () => void): void
   /** Ends the response (after head and body). */
   end (): void
+  /** A complete small response in one write; `close` asks to close the connection after it. */
+  send (status: number, headers: readonly string[], body: string, close?: boolean): void
   /**
-   * A complete small response in one write; `close` asks to close the connection after it.
-   * Returns the body bytes sent (0 for HEAD, or when the client is gone), for the access log and counters.
+   * The body bytes send(…, body) puts on the wire (0 for HEAD, or when the client
+   * is gone), so that a caller can count an answer before sending it.
    */
-  send (status: number, headers: readonly string[], body: string, close?: boolean): number
+  bodyBytes (body: string): number
   /** Closes the client connection at once (a response that cannot be completed). */
   destroy (): void
 }

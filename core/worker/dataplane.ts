@@ -193,9 +193,7 @@ export class DataPlane {
       if (!svc.allow(ctx.remoteAddress)) this.#error(ctx, client, 'LB_ERR_FORBIDDEN', {})
       else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.#error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
       else {
-        ctx.status = 200
-        ctx.bytesOut = client.send(200, TEXT, renderStatus(this.shm))
-        this.finish(ctx)
+        this.#answer(ctx, client, 200, TEXT, renderStatus(this.shm)) // rendered first: it counts itself as writing, as nginx's
       }
       return
     }
@@ -209,20 +207,29 @@ export class DataPlane {
 
   #reply (ctx: Ctx, client: ClientResponse): void {
     const r = ctx.reply!
-    ctx.status = r.status
-    ctx.bytesOut = client.send(r.status, r.headers, r.body)
-    this.finish(ctx)
+    this.#answer(ctx, client, r.status, r.headers, r.body)
   }
 
   #error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false, extra: string[] = []): void {
-    const status = ERRORS[code].status
-    ctx.status = status
     // the rest of an unread request body is drained by uWS, so the connection stays usable
-    ctx.bytesOut = client.send(status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
-    this.finish(ctx)
+    this.#answer(ctx, client, ERRORS[code].status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
-  /** Every counted request ends here exactly once. */
+  /**
+   * A complete local answer. Counted (finish) before it is written: a client
+   * that has its answer finds it in every counter, metric and log line.
+   */
+  #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
+    ctx.status = status
+    ctx.bytesOut = client.bodyBytes(body)
+    this.finish(ctx)
+    client.send(status, headers, body, close)
+  }
+
+  /**
+   * Every counted request ends here exactly once, before the client can see
+   * its end (the last body byte or the end of the response).
+   */
   finish (ctx: Ctx): void {
     const s = this.stripe
     s.add(G_WRITING, -1)

@@ -252,18 +252,20 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     })
   }
 
-  send (status: number, headers: readonly string[], body: string, close = false): number {
-    if (this.aborted || this.#ended) return 0
+  send (status: number, headers: readonly string[], body: string, close = false): void {
+    if (this.aborted || this.#ended) return
     this.started = true
     this.resumeBody()
     this.#ended = true
-    const length = Buffer.byteLength(body)
     this.#res.cork(() => {
       writeHead(this.#res, status, '', headers, this.#asksClose)
-      if (this.#headRequest) this.#res.endWithoutBody(length, close)
+      if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })
-    return this.#headRequest ? 0 : length
+  }
+
+  bodyBytes (body: string): number {
+    return this.aborted || this.#ended || this.#headRequest ? 0 : Buffer.byteLength(body)
   }
 
   destroy (): void {

@@ -36,6 +36,7 @@ function isHop (k: string): boolean {
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
+const TEXT = ['content-type', 'text/plain']
 
 export class ProxyExchange implements Exchange {
   readonly #dp: DataPlane
@@ -211,8 +212,8 @@ export class ProxyExchange implements Exchange {
       client.onDrain(() => tf.resume())
     })
     tf.once('end', () => {
+      this.#finish() // counted before the client can see the end (see onEnd)
       client.end()
-      this.#finish()
     })
     tf.once('error', (err: Error) => {
       if (this.#finished) return
@@ -240,15 +241,17 @@ export class ProxyExchange implements Exchange {
       }
       return false
     }
-    // the client's response is complete with its last body byte: the server's slot goes back first (see onEnd)
-    if (this.#bodyLeft > 0 && (this.#bodyLeft -= end - start) === 0) this.#releaseServer()
-    if (this.#client.body(buf, start, end)) return true
+    // a Content-Length response is complete for the client with its last body byte: count it first (see onEnd)
+    const last = this.#bodyLeft > 0 && (this.#bodyLeft -= end - start) === 0
+    const conn = this.#conn!
+    if (last) this.#finish()
+    // on the last piece the client side keeps what it cannot take yet, and ends the response by itself
+    if (this.#client.body(buf, start, end) || last) return true
     // client backpressure: the client side kept the bytes; stop reading upstream until it drains.
     // While paused the wait is the client's, so it runs on the client time-out, not the server's.
-    const conn = this.#conn!
-    const t = this.#dp.conf.timeouts
-    conn.deadline = now() + t.clientMs
+    conn.deadline = now() + this.#dp.conf.timeouts.clientMs
     this.#client.onDrain(() => {
+      if (conn.exchange !== this) return // this response is over; the connection may be serving another one
       conn.deadline = now() + conn.pool.serverTimeoutMs
       conn.resume()
     })
@@ -256,17 +259,18 @@ export class ProxyExchange implements Exchange {
   }
 
   onEnd (): void {
-    // The server's part is over: give its slot back before the client can see
-    // the end, or its next request, taken by another worker, could still count
-    // this one in flight (leastconn would then see a false tie).
-    this.#release()
     const tf = this.#transform
     if (tf !== null) {
-      tf.end() // the client's end follows the transform's
+      // the upstream part is over (its connection goes back to the pool); the client's end follows the transform's
+      this.#release()
+      tf.end()
       return
     }
-    this.#client.end()
+    // Counted, and the server's slot given back, before the client can see the
+    // end: its next request, maybe taken by another worker, must not find this
+    // one in flight (leastconn would see a false tie), nor a metric without it.
     this.#finish()
+    this.#client.end()
   }
 
   onUpstreamError (code: ErrorCode, conn: UpstreamConnection): void {
@@ -305,20 +309,16 @@ export class ProxyExchange implements Exchange {
     this.#connect(exclude, failed)
   }
 
-  /** The connection is gone or reusable: not this exchange's any more. */
+  /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
-    this.#releaseServer()
+    if (this.#server !== null) {
+      addInflight(this.#dp.shm.i32, this.#server.slot, -1)
+      const ctx = this.#ctx
+      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_IN, ctx.bytesIn)
+      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_OUT, ctx.bytesOut)
+      this.#server = null
+    }
     this.#conn = null
-  }
-
-  /** Gives the server slot back (in-flight count) and counts its bytes; once. */
-  #releaseServer (): void {
-    const server = this.#server
-    if (server === null) return
-    this.#server = null
-    addInflight(this.#dp.shm.i32, server.slot, -1)
-    this.#dp.stripe.addServer(server.slot, C_BYTES_IN, this.#ctx.bytesIn)
-    this.#dp.stripe.addServer(server.slot, C_BYTES_OUT, this.#ctx.bytesOut)
   }
 
   #clientAborted (): void {
@@ -342,9 +342,11 @@ export class ProxyExchange implements Exchange {
       this.#finish()
       return
     }
+    const body = formatError(code, params) + '\n'
     ctx.status = status
-    ctx.bytesOut = this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n', close)
-    this.#finish()
+    ctx.bytesOut = this.#client.bodyBytes(body)
+    this.#finish() // counted before the client can see the answer (see onEnd)
+    this.#client.send(status, TEXT, body, close)
   }
 
   #finish (): void {

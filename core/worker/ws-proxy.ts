@@ -513,8 +513,8 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
 
   #fail (code: ErrorCode, params: Record<string, string | number>, status: number = ERRORS[code].status): void {
     this.#ctx.status = status
+    this.#finish() // counted before the client can see the answer
     this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n')
-    this.#finish()
   }
 
   /** Gives the server slot back (in-flight count) and adds the bytes to its counters. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
-import { request, sleep } from '../helpers.js'
+import { request, sleep, startBackend } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
 import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
@@ -92,6 +92,39 @@ address = "${b2!.address}"
     assert.fail(`promtool check metrics failed:\n${e.stdout}${e.stderr}`)
   }
   assert.equal(out.trim(), '')
+})
+
+test('metrics: a client that has its answer finds it counted (proxied with a length, chunked, local error)', async (t) => {
+  // Every request is counted before its last byte is written, so a scrape that
+  // follows an answer sees it, whichever worker served it: no settling delay.
+  const fixed = await startBackend('fixed')
+  const chunked = await startBackend('chunked', (req, res) => { req.resume(); res.write('chunk'); res.end() })
+  const a = await startAdminLb(`[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.fixed]
+rule = "PathPrefix(\`/fixed\`)"
+service = "fixed"
+[routers.chunked]
+rule = "PathPrefix(\`/chunked\`)"
+service = "chunked"
+[services.fixed]
+[[services.fixed.servers]]
+address = "${fixed.address}"
+check = false
+[services.chunked]
+[[services.chunked.servers]]
+address = "${chunked.address}"
+check = false
+`, { workers: 2 })
+  t.after(async () => { await a.lb.stop(); await fixed.close(); await chunked.close() })
+  const paths = ['/fixed', '/chunked', '/nowhere']
+  for (let i = 1; i <= 60; i++) {
+    const path = paths[i % 3]!
+    const r = await request(`${a.lb.url}${path}`) // a new connection each time: either worker
+    assert.equal(r.status, path === '/nowhere' ? 404 : 200)
+    const m = (await request(`${a.dash}/metrics`)).body
+    assert.equal(sample(m, 'lb_entrypoint_requests_total'), i, `request ${i} (${path}) is counted once its client has the answer`)
+  }
 })
 
 test('metrics: a WebSocket session is counted with protocol "websocket", as Traefik labels it', async (t) => {
