@@ -5,9 +5,27 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
-import { request, sleep, startBackend } from '../helpers.js'
+import { type Handler, request, sleep, startBackend } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
 import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
+
+/** Router `app` (/app) to service `web`: s1 unchecked, s2 health-checked. */
+function appConfig (s1: string, s2: string): string {
+  return `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.app]
+rule = "PathPrefix(\`/app\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+name = "s1"
+address = "${s1}"
+check = false
+[[services.web.servers]]
+name = "s2"
+address = "${s2}"
+`
+}
 
 function sample (text: string, name: string, labels: Record<string, string> = {}): number {
   let total = 0
@@ -21,21 +39,7 @@ function sample (text: string, name: string, labels: Record<string, string> = {}
 test('metrics: traffic across workers, server state, reloads, promtool', async (t) => {
   const promtool = requireTool('promtool', 'prometheus')
   const [b1, b2] = await backends(2)
-  const config = `[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[routers.app]
-rule = "PathPrefix(\`/app\`)"
-service = "web"
-[services.web]
-[[services.web.servers]]
-name = "s1"
-address = "${b1!.address}"
-check = false
-[[services.web.servers]]
-name = "s2"
-address = "${b2!.address}"
-`
-  const a = await startAdminLb(config, { workers: 2 })
+  const a = await startAdminLb(appConfig(b1!.address, b2!.address), { workers: 2 })
   t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
   const scrape = async (): Promise<string> => {
     const r = await request(`${a.dash}/metrics`)
@@ -97,27 +101,15 @@ address = "${b2!.address}"
 test('metrics: a client that has its answer finds it counted (proxied with a length, chunked, local error)', async (t) => {
   // Every request is counted before its last byte is written, so a scrape that
   // follows an answer sees it, whichever worker served it: no settling delay.
-  const fixed = await startBackend('fixed')
-  const chunked = await startBackend('chunked', (req, res) => { req.resume(); res.write('chunk'); res.end() })
-  const a = await startAdminLb(`[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[routers.fixed]
-rule = "PathPrefix(\`/fixed\`)"
-service = "fixed"
-[routers.chunked]
-rule = "PathPrefix(\`/chunked\`)"
-service = "chunked"
-[services.fixed]
-[[services.fixed.servers]]
-address = "${fixed.address}"
-check = false
-[services.chunked]
-[[services.chunked.servers]]
-address = "${chunked.address}"
-check = false
-`, { workers: 2 })
-  t.after(async () => { await a.lb.stop(); await fixed.close(); await chunked.close() })
-  const paths = ['/fixed', '/chunked', '/nowhere']
+  const handler: Handler = (req, res) => {
+    req.resume()
+    if (req.url === '/app/chunked') res.write('chunk') // no length: the response goes chunked
+    res.end('\n')
+  }
+  const [b1, b2] = [await startBackend('b1', handler), await startBackend('b2', handler)]
+  const a = await startAdminLb(appConfig(b1.address, b2.address), { workers: 2 })
+  t.after(async () => { await a.lb.stop(); await b1.close(); await b2.close() })
+  const paths = ['/app/fixed', '/app/chunked', '/nowhere']
   for (let i = 1; i <= 60; i++) {
     const path = paths[i % 3]!
     const r = await request(`${a.lb.url}${path}`) // a new connection each time: either worker
