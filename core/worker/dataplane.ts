@@ -145,16 +145,16 @@ export class DataPlane {
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
     if (ctx.contentLength === -2) {
-      this.#error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
+      this.error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
       return
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
-      this.#error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
+      this.error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
       return
     }
     const route = matchRoute(this.#routes.get(ctx.entrypoint)!, ctx)
     if (route === null) {
-      this.#error(ctx, client, 'LB_ERR_NO_ROUTE', {})
+      this.error(ctx, client, 'LB_ERR_NO_ROUTE', {})
       return
     }
     ctx.router = route.router.name
@@ -170,7 +170,7 @@ export class DataPlane {
           else this.#dispatch(ctx, client, route.target)
         }, (err: unknown) => {
           this.log.error('middleware chain failed', { error: String(err) })
-          this.#error(ctx, client, 'LB_ERR_PLUGIN', { middleware: ctx.router })
+          this.error(ctx, client, 'LB_ERR_PLUGIN', { middleware: ctx.router })
         })
         return
       }
@@ -185,13 +185,13 @@ export class DataPlane {
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
     const svc = target.service
     if (svc === null) {
-      this.#error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)' })
+      this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)' })
       return
     }
     ctx.service = svc.conf.name
     if (svc.conf.kind === 'status') {
-      if (!svc.allow(ctx.remoteAddress)) this.#error(ctx, client, 'LB_ERR_FORBIDDEN', {})
-      else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.#error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
+      if (!svc.allow(ctx.remoteAddress)) this.error(ctx, client, 'LB_ERR_FORBIDDEN', {})
+      else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.error(ctx, client, 'LB_ERR_METHOD', {}, false, 405, ['allow', 'GET, HEAD'])
       else {
         this.#answer(ctx, client, 200, TEXT, renderStatus(this.shm)) // rendered first: it counts itself as writing, as nginx's
       }
@@ -210,9 +210,15 @@ export class DataPlane {
     this.#answer(ctx, client, r.status, r.headers, r.body)
   }
 
-  #error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false, extra: string[] = []): void {
-    // the rest of an unread request body is drained by uWS, so the connection stays usable
-    this.#answer(ctx, client, ERRORS[code].status, [...TEXT, ...extra], formatError(code, params) + '\n', close)
+  /**
+   * An error answer (core/errors.ts), counted before it is written (see #answer).
+   * The connection stays open unless `close`: uWS reads and discards the rest of
+   * an unread request body itself, and closing while the client is still sending
+   * would reset the connection before it reads the answer.
+   */
+  error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
+    status: number = ERRORS[code].status, extra: readonly string[] = []): void {
+    this.#answer(ctx, client, status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
   /**

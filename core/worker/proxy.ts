@@ -3,7 +3,7 @@
 // socket; a slow upstream pauses the client body). Nothing is buffered whole:
 // only request body chunks that arrive before the upstream connection is ready
 // are held (copied), which is also what makes a connect-failure retry possible.
-import { type ErrorCode, ERRORS, formatError } from '../errors.js'
+import { type ErrorCode, ERRORS } from '../errors.js'
 import { now } from '../clock.js'
 import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
@@ -36,7 +36,6 @@ function isHop (k: string): boolean {
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
-const TEXT = ['content-type', 'text/plain']
 
 export class ProxyExchange implements Exchange {
   readonly #dp: DataPlane
@@ -329,32 +328,29 @@ export class ProxyExchange implements Exchange {
     this.#finish()
   }
 
-  /**
-   * Answers with an error. The connection stays open unless `close`: uWS reads
-   * and discards the rest of a request body itself, and closing while the
-   * client is still sending would reset the connection before it reads the answer.
-   */
+  /** Answers with an error (DataPlane.error: counted first; the connection stays open unless `close`). */
   #fail (code: ErrorCode, params: Record<string, string | number>, close = false, status: number = ERRORS[code].status): void {
-    const ctx = this.#ctx
     if (this.#responded) {
       // the server's head is already out (it answered before the body ended): no second head, cut the connection
       this.#client.destroy()
       this.#finish()
       return
     }
-    const body = formatError(code, params) + '\n'
-    ctx.status = status
-    ctx.bytesOut = this.#client.bodyBytes(body)
-    this.#finish() // counted before the client can see the answer (see onEnd)
-    this.#client.send(status, TEXT, body, close)
+    if (this.#end()) this.#dp.error(this.#ctx, this.#client, code, params, close, status)
   }
 
+  /** Ends the exchange and counts it (DataPlane.finish), once. */
   #finish (): void {
-    if (this.#finished) return
+    if (this.#end()) this.#dp.finish(this.#ctx)
+  }
+
+  /** Ends the exchange's own part, once (false when it had ended); the caller counts the request. */
+  #end (): boolean {
+    if (this.#finished) return false
     this.#finished = true
     if (this.#transform !== null) this.#transform.destroy() // no-op after its end; frees zlib memory on an abort
     this.#endReading()
     this.#release()
-    this.#dp.finish(this.#ctx)
+    return true
   }
 }

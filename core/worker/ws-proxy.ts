@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { now } from '../clock.js'
-import { type ErrorCode, ERRORS, formatError } from '../errors.js'
+import { type ErrorCode, formatError } from '../errors.js'
 import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES } from '../shm/layout.js'
 import { addInflight, recordFailure } from '../shm/server-state.js'
 import type { ResponseHead } from '../plugin.js'
@@ -144,7 +144,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     const ctx = this.#ctx
     ctx.service = this.#svc.conf.name
     if (!KEY.test(this.#key) || ctx.header('sec-websocket-version') !== '13') {
-      this.#fail('LB_ERR_BAD_REQUEST', { reason: 'invalid WebSocket handshake (Sec-WebSocket-Key, Sec-WebSocket-Version: 13)' }, 400)
+      this.#fail('LB_ERR_BAD_REQUEST', { reason: 'invalid WebSocket handshake (Sec-WebSocket-Key, Sec-WebSocket-Version: 13)' })
       return
     }
     this.#client.onAbort(() => this.#clientAborted())
@@ -511,10 +511,9 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     this.#finish()
   }
 
-  #fail (code: ErrorCode, params: Record<string, string | number>, status: number = ERRORS[code].status): void {
-    this.#ctx.status = status
-    this.#finish() // counted before the client can see the answer
-    this.#client.send(status, ['content-type', 'text/plain'], formatError(code, params) + '\n')
+  /** Answers the upgrade request with an error (DataPlane.error: counted first). */
+  #fail (code: ErrorCode, params: Record<string, string | number>): void {
+    if (this.#end()) this.#dp.error(this.#ctx, this.#client, code, params)
   }
 
   /** Gives the server slot back (in-flight count) and adds the bytes to its counters. */
@@ -528,15 +527,20 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     s.addServer(server.slot, C_BYTES_OUT, this.#ctx.bytesOut)
   }
 
+  /** Logged and counted once, at the end of the session (nginx logs a WebSocket when it closes, with 101). */
   #finish (): void {
-    if (this.#finished) return
+    if (this.#end()) this.#dp.finish(this.#ctx)
+  }
+
+  /** Ends the session's own part, once (false when it had ended); the caller counts the request. */
+  #end (): boolean {
+    if (this.#finished) return false
     this.#finished = true
     tunnels.delete(this)
     const sock = this.#sock
     if (sock !== null && this.#phase !== PH_CLOSING) sock.destroy()
     this.#release()
-    // logged and counted once, at the end of the session (nginx logs a WebSocket when it closes, with 101)
-    this.#dp.finish(this.#ctx)
+    return true
   }
 }
 
