@@ -7,14 +7,14 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { CLI, count, getMany, request, sleep, startBackend } from '../helpers.js'
-import { backends, golden, normalize, restartLb, send, startAdminLb, webConfig } from './util.js'
+import { CLI, count, getMany, request, simpleConfig, sleep, startBackend } from '../helpers.js'
+import { backends, golden, normalize, restartLb, send, startAdminLb } from './util.js'
 
 const CFG = '/v2/services/lb/configuration'
 
 test('config API: CRUD, errors, versions, live effect, persistence', async (t) => {
   const [b1, b2] = await backends(2)
-  const a = await startAdminLb(webConfig([b1!.address]))
+  const a = await startAdminLb(simpleConfig([b1!.address]))
   t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
   const ports = { B1PORT: b1!.port, B2PORT: b2!.port }
   const g = (name: string, v: unknown): void => golden(name, normalize(JSON.stringify(v, null, 2) + '\n', ports))
@@ -118,7 +118,7 @@ test('config API: CRUD, errors, versions, live effect, persistence', async (t) =
 
 test('config API: concurrent writers with and without version', async (t) => {
   const [b1] = await backends(1)
-  const a = await startAdminLb(webConfig([b1!.address]))
+  const a = await startAdminLb(simpleConfig([b1!.address]))
   t.after(async () => { await a.lb.stop(); await b1!.close() })
   const N = 20
   const rs = await Promise.all(Array.from({ length: N }, (_, i) => send('POST', `${a.admin}${CFG}/backends`, { name: `be${i}`, balance: { algorithm: 'roundrobin' } })))
@@ -138,7 +138,7 @@ test('config API: authentication, and a non-loopback address without it is refus
   const [b1] = await backends(1)
   // bcrypt of "secret", cost 4 (fast in tests)
   const hash = '$2b$04$PNeEMYd/oGcEvX4PAXeplOFxXvAF3purXPVU5TRugbpeskqhm4OTa'
-  const a = await startAdminLb(webConfig([b1!.address]), {
+  const a = await startAdminLb(simpleConfig([b1!.address]), {
     admin: `users = ["admin:${hash}"]\ntokens = ["0123456789abcdef-token"]`,
     dashboard: 'api = true\nmetrics = true\ninsecure = false',
   })
@@ -159,7 +159,7 @@ test('config API: authentication, and a non-loopback address without it is refus
 
   // `lb check` refuses an unauthenticated admin listener on a non-loopback address, and a dashboard needing missing credentials
   const file = join(a.lb.dir, 'open.toml')
-  writeFileSync(file, `${webConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nenabled = true\naddress = "0.0.0.0:5555"\n[dashboard]\napi = true\n`)
+  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nenabled = true\naddress = "0.0.0.0:5555"\n[dashboard]\napi = true\n`)
   let out = ''
   try {
     execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
@@ -168,7 +168,7 @@ test('config API: authentication, and a non-loopback address without it is refus
   }
   assert.match(out, /admin\.address: 0\.0\.0\.0 is not a loopback address and \[admin\] has no users or tokens/)
   assert.match(out, /dashboard: authentication is required \(insecure = false\) but \[admin\] has no users or tokens/)
-  writeFileSync(file, `${webConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nusers = ["admin:plaintext"]\n`)
+  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nusers = ["admin:plaintext"]\n`)
   out = ''
   try {
     execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })

@@ -5,14 +5,14 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { sleep } from '../helpers.js'
-import { type AdminLb, backends, restartLb, send, startAdminLb, webConfig } from './util.js'
+import { simpleConfig, sleep } from '../helpers.js'
+import { type AdminLb, backends, restartLb, send, startAdminLb } from './util.js'
 
 const CFG = '/v2/services/lb/configuration'
 
 test('config API: kill -9 during writes loses nothing acknowledged', async (t) => {
   const [b1] = await backends(1)
-  let a: AdminLb = await startAdminLb(webConfig([b1!.address]))
+  let a: AdminLb = await startAdminLb(simpleConfig([b1!.address]))
   t.after(async () => { await a.lb.stop('SIGKILL'); await b1!.close() })
   const acked = new Set<string>()
   let lastVersion = 1

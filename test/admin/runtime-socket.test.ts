@@ -7,12 +7,12 @@ import { statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
-import { count, getMany, sleep } from '../helpers.js'
-import { backends, golden, json, normalize, send, sock, startAdminLb, webConfig } from './util.js'
+import { count, getMany, simpleConfig, sleep } from '../helpers.js'
+import { backends, golden, json, normalize, send, sock, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {
   const [b1, b2] = await backends(2)
-  const a = await startAdminLb(webConfig([b1!.address, b2!.address]))
+  const a = await startAdminLb(simpleConfig([b1!.address, b2!.address]))
   t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
   assert.equal(statSync(a.sock).mode & 0o777, 0o600, 'socket mode 0600')
 
@@ -84,7 +84,7 @@ test('runtime socket: protocol, show commands and messages', async (t) => {
 
 test('runtime socket: drain, maint and weight change live traffic, show in the APIs, survive a reload', async (t) => {
   const [b1, b2] = await backends(2)
-  const a = await startAdminLb(webConfig([b1!.address, b2!.address]))
+  const a = await startAdminLb(simpleConfig([b1!.address, b2!.address]))
   t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
   const status = async (): Promise<Record<string, string>> =>
     ((await json(`${a.dash}/api/http/services/web@file`)).json as { serverStatus: Record<string, string> }).serverStatus

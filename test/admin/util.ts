@@ -148,15 +148,3 @@ export async function backends (n: number): Promise<Backend[]> {
   return out
 }
 
-export function webConfig (servers: string[], extra = ''): string {
-  return `[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-
-[services.web]
-${servers.map((s, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "${s}"\ncheck = false\n`).join('\n')}
-${extra}`
-}
