@@ -3,9 +3,10 @@
 // UP/DOWN. The single place that interprets the S_* words for display.
 import type { ServerConf, ServiceConf } from '../config/dynamic.js'
 import {
-  ADMIN_DRAIN, ADMIN_MAINT, CHECK_STATUS, CHECK_UP, S_ADMIN, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS,
-  S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_INFLIGHT, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
+  ADMIN_DRAIN, ADMIN_MAINT, C_INFLIGHT, CHECK_STATUS, CHECK_UP, S_ADMIN, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS,
+  S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
 } from '../shm/layout.js'
+import { sumServer } from '../shm/counters.js'
 import type { AdminContext } from './context.js'
 
 export interface ServerView {
@@ -58,7 +59,7 @@ export function serverView (ctx: AdminContext, svc: ServiceConf, srv: ServerConf
     status,
     traefik: healthy && admin !== 'maint' ? 'UP' : 'DOWN',
     weight,
-    inflight: Atomics.load(i32, b + S_INFLIGHT),
+    inflight: slot < 0 ? 0 : sumServer(ctx.shm, slot, C_INFLIGHT),
     checkStatus: srv.check ? CHECK_STATUS[Atomics.load(i32, b + S_CHECK_STATUS)] ?? 'UNK' : '',
     checkCode: Atomics.load(i32, b + S_CHECK_CODE),
     checkMs: Atomics.load(i32, b + S_CHECK_MS),

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
 import type { FromWorker, Slots, ToWorker, WorkerData } from '../protocol.js'
+import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
 
 const WORKER_URL = new URL('../worker/main.js', import.meta.url)
@@ -76,6 +77,7 @@ export class Supervisor {
       w.on('error', (err) => this.#log.error('worker error', { worker: index, error: err.stack ?? err.message }))
       w.on('exit', (code) => {
         slot.worker = null
+        clearGauges(this.#shm, index) // its requests died with it; counters stay
         for (const p of this.#pending.values()) if (p.waiting.delete(index) && p.waiting.size === 0) p.resolve(p.errors)
         if (this.#stopping) return
         if (!ready) return // start-up failure: reported through the promise

@@ -1,7 +1,9 @@
 // Striped counters: each thread adds to its own stripe with plain stores (it is
 // the only writer there), readers sum all stripes. Reads may be a few
 // increments stale; they never tear on the 64-bit platforms Node runs on.
-import { type Shm, GLOBAL_COUNTERS, SRV_COUNTERS, STRIPE_WORDS, serverCounterBase, stripeBase } from './layout.js'
+import {
+  type Shm, C_INFLIGHT, G_READING, G_WRITING, GLOBAL_COUNTERS, MAX_SERVERS, SRV_COUNTERS, STRIPE_WORDS, serverCounterBase, stripeBase,
+} from './layout.js'
 
 /** Sums global counter `id` over every stripe (workers and control plane). */
 export function sumGlobal (shm: Shm, id: number): number {
@@ -20,6 +22,18 @@ export function sumServer (shm: Shm, slot: number, id: number): number {
 /** Zeroes a server slot's counters in every stripe (the slot is being reused for a new server). */
 export function clearServerCounters (shm: Shm, slot: number): void {
   for (let w = 0; w <= shm.workers; w++) shm.f64.fill(0, serverCounterBase(w, slot), serverCounterBase(w, slot) + SRV_COUNTERS)
+}
+
+/**
+ * Zeroes the gauges of stripe `stripe` after its worker died: what it had in
+ * flight died with it, and would otherwise be counted (stub_status Writing,
+ * leastconn, drain) forever. Runs before the replacement starts on that stripe.
+ */
+export function clearGauges (shm: Shm, stripe: number): void {
+  const f64 = shm.f64
+  f64[stripeBase(stripe) + G_WRITING] = 0
+  f64[stripeBase(stripe) + G_READING] = 0
+  for (let slot = 0; slot < MAX_SERVERS; slot++) f64[serverCounterBase(stripe, slot) + C_INFLIGHT] = 0
 }
 
 /** A thread's own view: its stripe's base offsets, so hot paths do one add. */

@@ -28,15 +28,15 @@
 // request: a worker adds to its own stripe in finish(), the scrape sums stripes.
 //
 // Int32 words are shared state written by several threads with Atomics
-// (server health, in-flight counts, balancing cursors). Float64 words are
-// counters striped per thread: stripe w is written only by worker w (stripe
-// `workers` by the control plane), with plain stores, and readers sum the
-// stripes (HAProxy's per-thread counters). Float64 so counts never wrap.
+// (server health, balancing cursors). Float64 words are counters and gauges
+// striped per thread: stripe w is written only by worker w (stripe `workers`
+// by the control plane), with plain stores, and readers sum the stripes
+// (HAProxy's per-thread counters). Float64 so counts never wrap.
 //
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 3
+export const LAYOUT_VERSION = 4
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 export const MAX_SERVERS = 1024
@@ -57,21 +57,22 @@ export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before 
 export const H_LAST_RELOAD_SEC = 9 // unix seconds of the last reload attempt (0 = none)
 export const HEADER_WORDS = 16
 
-// per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS
-export const S_INFLIGHT = 0 // requests in flight to this server, all workers (Atomics.add/sub)
-export const S_ADMIN = 1 // ADMIN_* below, set by the runtime socket / config API
-export const S_CHECK = 2 // CHECK_* below, active health-check verdict
-export const S_DOWN_UNTIL = 3 // passive: out of rotation until this tick (0 = not out)
-export const S_FAILS = 4 // passive: failures counted in the current window
-export const S_FAIL_START = 5 // passive: tick when the current window began
-export const S_WEIGHT = 6 // effective weight 0..256 (set from config, changed by `set weight`)
-export const S_STREAK = 7 // health-check streak: >0 consecutive passes, <0 consecutive failures
-export const S_LAST_CHANGE = 8 // tick of the last UP/DOWN transition
-export const S_CHECK_CODE = 9 // HTTP status of the last check (0 = connect error / time-out)
-export const S_CHECK_MS = 10 // duration of the last check in ms
-export const S_CHECK_FAILS = 11 // failed checks (chkfail)
-export const S_DOWN_COUNT = 12 // UP→DOWN transitions (chkdown)
-export const S_CHECK_STATUS = 13 // CHECK_STATUS_* below (HAProxy check_status)
+// per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
+// pick but written rarely (health, runtime commands), so the line stays cached
+// in every core; what changes per request (in flight) is striped, C_INFLIGHT.
+export const S_ADMIN = 0 // ADMIN_* below, set by the runtime socket / config API
+export const S_CHECK = 1 // CHECK_* below, active health-check verdict
+export const S_DOWN_UNTIL = 2 // passive: out of rotation until this tick (0 = not out)
+export const S_FAILS = 3 // passive: failures counted in the current window
+export const S_FAIL_START = 4 // passive: tick when the current window began
+export const S_WEIGHT = 5 // effective weight 0..256 (set from config, changed by `set weight`)
+export const S_STREAK = 6 // health-check streak: >0 consecutive passes, <0 consecutive failures
+export const S_LAST_CHANGE = 7 // tick of the last UP/DOWN transition
+export const S_CHECK_CODE = 8 // HTTP status of the last check (0 = connect error / time-out)
+export const S_CHECK_MS = 9 // duration of the last check in ms
+export const S_CHECK_FAILS = 10 // failed checks (chkfail)
+export const S_DOWN_COUNT = 11 // UP→DOWN transitions (chkdown)
+export const S_CHECK_STATUS = 12 // CHECK_STATUS_* below (HAProxy check_status)
 export const SRV_WORDS = 16
 
 export const ADMIN_READY = 0
@@ -133,6 +134,12 @@ export const C_RESP_1XX = 3 // ..C_RESP_5XX = 7
 export const C_CONN_ERR = 8 // connect errors (econ)
 export const C_RESP_ERR = 9 // resets, time-outs, invalid responses (eresp)
 export const C_RETRIES = 10 // retries away from this server (wretr)
+// gauge: requests (and tunnels) in flight from this thread to this server, +1
+// on pick and -1 on release; the sum over stripes is what leastconn compares.
+// Striped rather than one shared Atomics word: two atomic adds per request on
+// a line every worker writes cost each worker a cache-line transfer (~80 ns)
+// each time (bench/RESULTS.md, session 7).
+export const C_INFLIGHT = 11
 export const SRV_COUNTERS = 12
 
 // Request rows: one f64 counter per (method, code) for each entry point

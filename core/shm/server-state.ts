@@ -1,8 +1,9 @@
 // Per-server shared state: administrative state, active-check verdict, passive
-// failure marking, effective weight and in-flight requests. Written by any
-// thread with Atomics; every worker sees a change at its next pick.
+// failure marking and effective weight. Written by any thread with Atomics;
+// every worker sees a change at its next pick. (In-flight counts are striped
+// gauges, C_INFLIGHT in core/shm/layout.ts.)
 import {
-  ADMIN_READY, CHECK_UP, S_ADMIN, S_CHECK, S_DOWN_UNTIL, S_FAILS, S_FAIL_START, S_INFLIGHT, S_WEIGHT,
+  ADMIN_READY, CHECK_UP, S_ADMIN, S_CHECK, S_DOWN_UNTIL, S_FAILS, S_FAIL_START, S_WEIGHT,
   V_STATE_VERSION, serverBase, serviceBase,
 } from './layout.js'
 
@@ -12,14 +13,6 @@ export function isUsable (i32: Int32Array, slot: number, now: number): boolean {
   if (i32[b + S_ADMIN] !== ADMIN_READY || i32[b + S_CHECK] !== CHECK_UP || i32[b + S_WEIGHT] === 0) return false
   const until = i32[b + S_DOWN_UNTIL]!
   return until === 0 || ((now - until) | 0) >= 0
-}
-
-export function inflight (i32: Int32Array, slot: number): number {
-  return i32[serverBase(slot) + S_INFLIGHT]!
-}
-
-export function addInflight (i32: Int32Array, slot: number, n: number): void {
-  Atomics.add(i32, serverBase(slot) + S_INFLIGHT, n)
 }
 
 export function weight (i32: Int32Array, slot: number): number {

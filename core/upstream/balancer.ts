@@ -1,6 +1,7 @@
 // A balancer picks one server of a group for a request. Groups are per worker,
 // but all state a pick depends on (usability, weights, in-flight counts, the
 // cursor) lives in shared memory, so every worker balances as one.
+import type { Shm } from '../shm/layout.js'
 import type { Balance } from '../config/dynamic.js'
 import { LeastConn } from './least-conn.js'
 import { RoundRobin } from './round-robin.js'
@@ -22,11 +23,11 @@ export interface Balancer {
   pick (now: number, clientHash: number, exclude: number): number
 }
 
-export function createBalancer (kind: Balance, i32: Int32Array, serviceSlot: number, servers: readonly BalancerServer[]): Balancer {
+export function createBalancer (kind: Balance, shm: Shm, serviceSlot: number, servers: readonly BalancerServer[]): Balancer {
   switch (kind) {
-    case 'roundrobin': return new RoundRobin(i32, serviceSlot, servers)
-    case 'leastconn': return new LeastConn(i32, serviceSlot, servers)
-    case 'source': return new SourceHash(i32, servers)
+    case 'roundrobin': return new RoundRobin(shm.i32, serviceSlot, servers)
+    case 'leastconn': return new LeastConn(shm, serviceSlot, servers)
+    case 'source': return new SourceHash(shm.i32, servers)
     default: {
       const never: never = kind
       throw new Error(`unknown balance ${String(never)}`)

@@ -1,18 +1,22 @@
-// Least connections over ALL workers: in-flight requests per server are one
-// shared Int32 each (Atomics.add on pick and finish), so a pick sees what the
-// other workers have in flight. Weighted as HAProxy: lowest (inflight+1)/weight.
-// Ties rotate from a shared cursor so equal servers share the load evenly.
+// Least connections over ALL workers: each worker counts what it has in
+// flight per server in its own stripe (C_INFLIGHT), and a pick sums the
+// stripes, so it sees what the other workers have in flight. Weighted as
+// HAProxy: lowest (inflight+1)/weight. Ties rotate from a shared cursor so
+// equal servers share the load evenly.
 import { type Balancer, type BalancerServer } from './balancer.js'
-import { V_CURSOR, serviceBase } from '../shm/layout.js'
-import { inflight, isUsable, weight } from '../shm/server-state.js'
+import { type Shm, C_INFLIGHT, V_CURSOR, serviceBase } from '../shm/layout.js'
+import { sumServer } from '../shm/counters.js'
+import { isUsable, weight } from '../shm/server-state.js'
 
 export class LeastConn implements Balancer {
+  readonly #shm: Shm
   readonly #i32: Int32Array
   readonly #cursor: number
   readonly #servers: readonly BalancerServer[]
 
-  constructor (i32: Int32Array, serviceSlot: number, servers: readonly BalancerServer[]) {
-    this.#i32 = i32
+  constructor (shm: Shm, serviceSlot: number, servers: readonly BalancerServer[]) {
+    this.#shm = shm
+    this.#i32 = shm.i32
     this.#cursor = serviceBase(serviceSlot) + V_CURSOR
     this.#servers = servers
   }
@@ -28,7 +32,7 @@ export class LeastConn implements Balancer {
       const idx = (start + k) % n
       const slot = servers[idx]!.slot
       if (idx === exclude || !isUsable(this.#i32, slot, now)) continue
-      const load = (inflight(this.#i32, slot) + 1) / weight(this.#i32, slot)
+      const load = (sumServer(this.#shm, slot, C_INFLIGHT) + 1) / weight(this.#i32, slot)
       if (load < bestLoad) {
         best = idx
         bestLoad = load

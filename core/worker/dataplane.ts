@@ -7,8 +7,7 @@ import type { RouterConf, ServiceConf } from '../config/dynamic.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
-import { addInflight } from '../shm/server-state.js'
-import { type Shm, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
+import { type Shm, C_BYTES_IN, C_BYTES_OUT, C_INFLIGHT, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
@@ -112,7 +111,7 @@ export class DataPlane {
       conf: s,
       slot,
       servers,
-      balancer: createBalancer(s.balance, this.shm.i32, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
+      balancer: createBalancer(s.balance, this.shm, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
       allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
       hostFallback: s.servers[0]?.address ?? 'localhost',
     }
@@ -120,16 +119,24 @@ export class DataPlane {
 
   /**
    * Picks a server of `svc` for a client (HTTP, WebSocket and TCP alike) and
-   * counts it: in flight (the caller gives it back with addInflight(-1)) and
+   * counts it: in flight (the caller gives it back with releaseServer) and
    * selected. Returns its index in the group, or -1 when none is usable.
    */
   claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number {
     const idx = svc.balancer.pick(now(), svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
     if (idx < 0) return -1
     const slot = svc.servers[idx]!.slot
-    addInflight(this.shm.i32, slot, 1)
+    this.stripe.addServer(slot, C_INFLIGHT)
     this.stripe.addServer(slot, C_SELECTED)
     return idx
+  }
+
+  /** Ends a claimServer: no longer in flight; counts the bytes carried each way. */
+  releaseServer (slot: number, bytesIn: number, bytesOut: number): void {
+    const s = this.stripe
+    s.addServer(slot, C_INFLIGHT, -1)
+    s.addServer(slot, C_BYTES_IN, bytesIn)
+    s.addServer(slot, C_BYTES_OUT, bytesOut)
   }
 
   /** Entry for every request of every HTTP entry point. */

@@ -5,8 +5,8 @@
 // are held (copied), which is also what makes a connect-failure retry possible.
 import { type ErrorCode, ERRORS } from '../errors.js'
 import { now } from '../clock.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
-import { addInflight, recordFailure } from '../shm/server-state.js'
+import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
+import { recordFailure } from '../shm/server-state.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
@@ -311,10 +311,7 @@ export class ProxyExchange implements Exchange {
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
     if (this.#server !== null) {
-      addInflight(this.#dp.shm.i32, this.#server.slot, -1)
-      const ctx = this.#ctx
-      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_IN, ctx.bytesIn)
-      this.#dp.stripe.addServer(this.#server.slot, C_BYTES_OUT, ctx.bytesOut)
+      this.#dp.releaseServer(this.#server.slot, this.#ctx.bytesIn, this.#ctx.bytesOut)
       this.#server = null
     }
     this.#conn = null

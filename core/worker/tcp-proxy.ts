@@ -16,8 +16,8 @@
 import net from 'node:net'
 import { now } from '../clock.js'
 import type { EntryPointConf } from '../config/static.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RETRIES } from '../shm/layout.js'
-import { addInflight, recordFailure } from '../shm/server-state.js'
+import { C_CONN_ERR, C_RETRIES } from '../shm/layout.js'
+import { recordFailure } from '../shm/server-state.js'
 import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
 import { listenServer } from '../net/listen.js'
 
@@ -161,12 +161,8 @@ class TcpSession {
     const server = this.#server
     if (server === null) return
     this.#server = null
-    const dp = this.#dp
-    addInflight(dp.shm.i32, server.slot, -1)
-    if (this.#connected) {
-      dp.stripe.addServer(server.slot, C_BYTES_IN, this.#client.bytesRead)
-      dp.stripe.addServer(server.slot, C_BYTES_OUT, this.#client.bytesWritten)
-    }
+    const connected = this.#connected
+    this.#dp.releaseServer(server.slot, connected ? this.#client.bytesRead : 0, connected ? this.#client.bytesWritten : 0)
   }
 
   /**

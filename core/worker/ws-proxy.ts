@@ -25,8 +25,8 @@ import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { now } from '../clock.js'
 import { type ErrorCode, formatError } from '../errors.js'
-import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES } from '../shm/layout.js'
-import { addInflight, recordFailure } from '../shm/server-state.js'
+import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES } from '../shm/layout.js'
+import { recordFailure } from '../shm/server-state.js'
 import type { ResponseHead } from '../plugin.js'
 import { ResponseParser, type ResponseSink, MAX_HEAD_BYTES } from '../upstream/response-parser.js'
 import { runResponseHooks } from './chain.js'
@@ -521,10 +521,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     const server = this.#server
     if (server === null) return
     this.#server = null
-    const s = this.#dp.stripe
-    addInflight(this.#dp.shm.i32, server.slot, -1)
-    s.addServer(server.slot, C_BYTES_IN, this.#ctx.bytesIn)
-    s.addServer(server.slot, C_BYTES_OUT, this.#ctx.bytesOut)
+    this.#dp.releaseServer(server.slot, this.#ctx.bytesIn, this.#ctx.bytesOut)
   }
 
   /** Logged and counted once, at the end of the session (nginx logs a WebSocket when it closes, with 101). */

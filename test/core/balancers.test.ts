@@ -1,8 +1,9 @@
 // Balancing algorithms over real shared memory, with two "workers" sharing it.
 import { strict as assert } from 'node:assert'
 import { test } from 'node:test'
-import { createShm } from '../../core/shm/layout.js'
-import { addInflight, isUsable } from '../../core/shm/server-state.js'
+import { ADMIN_MAINT, C_INFLIGHT, S_ADMIN, createShm, serverBase } from '../../core/shm/layout.js'
+import { Stripe } from '../../core/shm/counters.js'
+import { isUsable } from '../../core/shm/server-state.js'
 import { createBalancer, hash32 } from '../../core/upstream/balancer.js'
 import { smoothSequence } from '../../core/upstream/round-robin.js'
 import { SlotRegistry } from '../../core/control/slots.js'
@@ -16,7 +17,7 @@ function setup (weights: number[], balance = 'roundrobin') {
   const group = conf.services[0]!.servers.map((s) => ({ slot: slots.servers[`s/${s.name}`]!, key: s.address }))
   const kind = conf.services[0]!.balance
   // two balancers over the same shared memory, as two workers would have
-  return { shm, group, a: createBalancer(kind, shm.i32, slots.services.s!, group), b: createBalancer(kind, shm.i32, slots.services.s!, group) }
+  return { shm, group, a: createBalancer(kind, shm, slots.services.s!, group), b: createBalancer(kind, shm, slots.services.s!, group) }
 }
 
 test('smooth weighted round robin interleaves as nginx does', () => {
@@ -35,11 +36,13 @@ test('round robin across two workers shares one cursor: exact weighted shares', 
 test('least connections counts in-flight requests of all workers', () => {
   const { shm, group, a, b } = setup([1, 1, 1], 'leastconn')
   const t = Date.now() | 0
+  // each worker counts its own requests in its own stripe, as DataPlane.claimServer does
+  const [stripeA, stripeB] = [new Stripe(shm, 0), new Stripe(shm, 1)]
   const first = a.pick(t, 0, -1)
-  addInflight(shm.i32, group[first]!.slot, 1) // worker a holds a request on it
+  stripeA.addServer(group[first]!.slot, C_INFLIGHT) // worker a holds a request on it
   const second = b.pick(t, 0, -1)
   assert.notEqual(second, first)
-  addInflight(shm.i32, group[second]!.slot, 1)
+  stripeB.addServer(group[second]!.slot, C_INFLIGHT)
   const third = a.pick(t, 0, -1)
   assert.ok(third !== first && third !== second)
 })
@@ -66,7 +69,7 @@ test('source hash: same server in every worker, and adding a server moves about 
 test('servers that are down, drained or weight 0 are skipped', () => {
   const { shm, group, a } = setup([1, 1])
   const t = Date.now() | 0
-  shm.i32[16 + group[0]!.slot * 16 + 1] = 2 // S_ADMIN = maint
+  shm.i32[serverBase(group[0]!.slot) + S_ADMIN] = ADMIN_MAINT
   assert.equal(isUsable(shm.i32, group[0]!.slot, t), false)
   for (let i = 0; i < 10; i++) assert.equal(a.pick(t, 0, -1), 1)
   assert.equal(a.pick(t, 0, 1), -1)

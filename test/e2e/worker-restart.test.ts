@@ -3,6 +3,7 @@ import { strict as assert } from 'node:assert'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { ROOT, getMany, request, sleep, startBackend, startLb } from '../helpers.js'
+import { sock, startAdminLb } from '../admin/util.js'
 
 test('a dead worker is restarted and traffic continues', async (t) => {
   const web = await startBackend('web')
@@ -30,4 +31,33 @@ check = false
   await sleep(300)
   const again = await getMany(`${lb.url}/ok`, 40)
   assert.deepEqual([...new Set(again)], ['web'])
+})
+
+test('what a dead worker had in flight is not counted after it is gone', async (t) => {
+  const web = await startBackend('web')
+  const a = await startAdminLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[middlewares.crash]
+type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+middlewares = ["crash"]
+[services.web]
+balance = "leastconn"
+[[services.web.servers]]
+name = "b1"
+address = "${web.address}"
+check = false
+`)
+  t.after(async () => { await a.lb.stop(); await web.close() })
+  // the worker dies between the server's answer and the client's: one request in flight to b1
+  await assert.rejects(request(`${a.lb.url}/crash-in-flight`), /socket hang up|ECONNRESET/)
+  await a.lb.logMatching(/worker exited; restarting/)
+  const scur = (await sock(a.sock, 'show stat web 4 -1')).split('\n')[1]!.split(',')[4]
+  assert.equal(scur, '0', 'scur (requests in flight) of web/b1')
+  const metrics = (await request(`${a.dash}/metrics`)).body
+  assert.match(metrics, /^lb_requests_in_progress 0$/m)
+  assert.match(metrics, /^lb_server_inflight_requests\{service="web@file",server="b1"\} 0$/m)
 })
