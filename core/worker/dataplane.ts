@@ -198,7 +198,7 @@ export class DataPlane {
     ctx.service = svc.conf.name
     if (svc.conf.kind === 'status') {
       if (!svc.allow(ctx.remoteAddress)) this.error(ctx, client, 'LB_ERR_FORBIDDEN', {})
-      else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.error(ctx, client, 'LB_ERR_METHOD', {}, false, 405, ['allow', 'GET, HEAD'])
+      else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') this.error(ctx, client, 'LB_ERR_METHOD', {}, false, ['allow', 'GET, HEAD'])
       else {
         this.#answer(ctx, client, 200, TEXT, renderStatus(this.shm)) // rendered first: it counts itself as writing, as nginx's
       }
@@ -224,8 +224,8 @@ export class DataPlane {
    * would reset the connection before it reads the answer.
    */
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
-    status: number = ERRORS[code].status, extra: readonly string[] = []): void {
-    this.#answer(ctx, client, status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
+    extra: readonly string[] = []): void {
+    this.#answer(ctx, client, ERRORS[code].status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
   /**

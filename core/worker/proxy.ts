@@ -3,7 +3,7 @@
 // socket; a slow upstream pauses the client body). Nothing is buffered whole:
 // only request body chunks that arrive before the upstream connection is ready
 // are held (copied), which is also what makes a connect-failure retry possible.
-import { type ErrorCode, ERRORS } from '../errors.js'
+import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
 import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
@@ -281,7 +281,7 @@ export class ProxyExchange implements Exchange {
     if (code === 'LB_ERR_UPSTREAM_TIMEOUT' && !connectPhase && !this.#bodyDone) {
       // the client stopped sending its body: a client time-out, not the server's fault
       this.#release()
-      this.#fail('LB_ERR_BAD_REQUEST', { reason: 'client body time-out' }, true, 408)
+      this.#fail('LB_ERR_CLIENT_TIMEOUT', {}, true)
       return
     }
     dp.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
@@ -326,14 +326,14 @@ export class ProxyExchange implements Exchange {
   }
 
   /** Answers with an error (DataPlane.error: counted first; the connection stays open unless `close`). */
-  #fail (code: ErrorCode, params: Record<string, string | number>, close = false, status: number = ERRORS[code].status): void {
+  #fail (code: ErrorCode, params: Record<string, string | number>, close = false): void {
     if (this.#responded) {
       // the server's head is already out (it answered before the body ended): no second head, cut the connection
       this.#client.destroy()
       this.#finish()
       return
     }
-    if (this.#end()) this.#dp.error(this.#ctx, this.#client, code, params, close, status)
+    if (this.#end()) this.#dp.error(this.#ctx, this.#client, code, params, close)
   }
 
   /** Ends the exchange and counts it (DataPlane.finish), once. */
