@@ -5,9 +5,9 @@ import { test } from 'node:test'
 import { ROOT, getMany, request, sleep, startBackend, startLb } from '../helpers.js'
 import { sock, startAdminLb } from '../admin/util.js'
 
-test('a dead worker is restarted and traffic continues', async (t) => {
-  const web = await startBackend('web')
-  const lb = await startLb(`
+/** One server, b1, behind the exit-worker fixture plugin. */
+function crashConfig (address: string): string {
+  return `
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [middlewares.crash]
@@ -18,9 +18,15 @@ service = "web"
 middlewares = ["crash"]
 [services.web]
 [[services.web.servers]]
-address = "${web.address}"
+name = "b1"
+address = "${address}"
 check = false
-`)
+`
+}
+
+test('a dead worker is restarted and traffic continues', async (t) => {
+  const web = await startBackend('web')
+  const lb = await startLb(crashConfig(web.address))
   t.after(async () => { await lb.stop(); await web.close() })
   await assert.rejects(request(`${lb.url}/crash`), /socket hang up|ECONNRESET/)
   await lb.logMatching(/worker exited; restarting/)
@@ -35,22 +41,7 @@ check = false
 
 test('what a dead worker had in flight is not counted after it is gone', async (t) => {
   const web = await startBackend('web')
-  const a = await startAdminLb(`
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[middlewares.crash]
-type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-middlewares = ["crash"]
-[services.web]
-balance = "leastconn"
-[[services.web.servers]]
-name = "b1"
-address = "${web.address}"
-check = false
-`)
+  const a = await startAdminLb(crashConfig(web.address))
   t.after(async () => { await a.lb.stop(); await web.close() })
   // the worker dies between the server's answer and the client's: one request in flight to b1
   await assert.rejects(request(`${a.lb.url}/crash-in-flight`), /socket hang up|ECONNRESET/)
