@@ -26,7 +26,7 @@ export function clearServerCounters (shm: Shm, slot: number): void {
 
 /**
  * Zeroes the gauges of stripe `stripe` after its worker died: what it had in
- * flight died with it, and would otherwise be counted (stub_status Writing,
+ * flight died with it, and would otherwise be counted (the status page's Writing,
  * leastconn, drain) forever. Runs before the replacement starts on that stripe.
  */
 export function clearGauges (shm: Shm, stripe: number): void {
