@@ -2,6 +2,7 @@
 // services with their balancers and connection pools, middleware chains.
 // Built from a frozen config snapshot whenever the control plane sends one;
 // requests in flight finish on the generation they started on.
+import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import type { Config } from '../config/load.js'
 import type { RouterConf, ServiceConf } from '../config/dynamic.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
