@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side: this balancer, nginx and HAProxy (Debian packages, configured
-# alike by ../shared/bench/peers) and the minimal uWS+undici reference, in front
+# alike by ../shared/bench/peers), the minimal uWS+undici reference and lb's
+# floor (bench/e2e/floor-proxy.ts: lb's stack with no features), in front
 # of the same loopback nginx backends, loaded by wrk, in ONE run with the order
 # of targets alternating per round. Prints the harness's tables plus
 # CPU-seconds per 100k requests (bench/e2e/cpu-per-100k.js).
@@ -24,7 +25,8 @@ args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-d 10 -r 3 -c "64 256" -b "small")
 targets=(nginx-1w nginx-auto nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
   "lb=9300=bash $root/bench/e2e/lb-target.sh"
-  "lb-1w=9301=WORKERS=1 bash $root/bench/e2e/lb-target.sh")
+  "lb-1w=9301=WORKERS=1 bash $root/bench/e2e/lb-target.sh"
+  "floor=9310=node $root/dist/bench/e2e/floor-proxy.js")
 while IFS= read -r t; do [ -n "$t" ] && targets+=("$t"); done <<< "${LB_TARGETS:-}"
 (cd "$harness" && ./run.sh "${args[@]}" --out "$out" "${targets[@]}")
 node "$root/bench/e2e/cpu-per-100k.js" "$out/results.jsonl" | tee -a "$out/summary.md"
