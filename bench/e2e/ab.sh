@@ -28,8 +28,8 @@ nginx -p "$dir/backend/" -e error.log -c "$harness/peers/backend-nginx.conf" -g 
 backend=$!
 until curl -sf -o /dev/null http://127.0.0.1:9101/; do sleep 0.2; done
 
-# CPU ticks (user + system) of every thread of process $1
-ticks () { local s=0 t; for t in /proc/"$1"/task/*/stat; do s=$((s + $(awk '{print $14 + $15}' "$t"))); done; echo "$s"; }
+source "$root/bench/e2e/ticks.sh"
+cpu () { local u s; read -r u s <<< "$(ticks "$1")"; echo $((u + s)); } # user + system ticks of process $1
 hz=$(getconf CLK_TCK)
 declare -A sum=()
 
@@ -44,9 +44,9 @@ for i in $(seq "$PAIRS"); do
       sleep 0.2
     done
     wrk -t1 -c"${CONNS:-64}" -d2 "http://127.0.0.1:9300$URLPATH" > /dev/null # warm-up, not counted
-    t0=$(ticks "$lb")
+    t0=$(cpu "$lb")
     out=$(wrk -t1 -c"${CONNS:-64}" -d"${SECONDS_:-6}" --latency "http://127.0.0.1:9300$URLPATH")
-    t1=$(ticks "$lb")
+    t1=$(cpu "$lb")
     n=$(awk '/requests in/ {print $1}' <<< "$out")
     us=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
     echo "pair $i  $root  $(awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print "req/s", r, " p99", p}' <<< "$out")  µs/req $us"

@@ -11,17 +11,7 @@ set -euo pipefail
 rounds="${ROUNDS:-4}" path="${PATH_:-/}" conns="${CONNS:-64}" secs="${SECS:-5}"
 hz="$(getconf CLK_TCK)"
 
-ticks () { # PID -> "utime stime" of PID, its children and all their threads
-  local u=0 s=0 p t line f
-  for p in "$1" $(pgrep -P "$1" || true); do
-    for t in /proc/"$p"/task/*/stat; do
-      line="$(cat "$t" 2>/dev/null)" || continue
-      read -r -a f <<< "${line##*) }" # the fields after "(comm)", which may hold spaces: f[11] = utime, f[12] = stime
-      u=$((u + f[11])) s=$((s + f[12]))
-    done
-  done
-  echo "$u $s"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/ticks.sh"
 
 for r in $(seq "$rounds"); do
   for spec in "$@"; do
