@@ -48,10 +48,10 @@ export const MAX_ENTRYPOINTS = 16
 export const H_MAGIC = 0
 export const H_VERSION = 1
 export const H_WORKERS = 2
-export const H_GENERATION = 3 // dynamic config generation now applied
+// word 3: unused
 export const H_CONN_ACTIVE = 4 // client connections open now (kernel census, control plane)
 export const H_CONN_CAP_HIT = 5 // 1 while open connections >= global.max_connections
-export const H_RELOADS = 6 // configuration reloads applied (SIGHUP and config API), control plane
+export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control plane
 export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
 export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before any)
 export const H_LAST_RELOAD_SEC = 9 // unix seconds of the last reload attempt (0 = none)
@@ -125,6 +125,11 @@ export const G_REFUSED = 12 // requests refused because the connection cap was r
 export const G_RATE_LIMITED = 13 // 429 answered by a middleware (rate limit refusals)
 export const G_AUTH_REFUSED = 14 // 401/403 answered by a middleware (authentication refusals)
 export const GLOBAL_COUNTERS = 16
+
+/** A status's class as an offset from G_RESP_1XX or C_RESP_1XX: 0 (1xx) to 4 (5xx); codes outside 100-599 count in the nearest class. */
+export function statusClass (status: number): number {
+  return Math.min(4, Math.max(0, ((status / 100) | 0) - 1))
+}
 
 // per-server counters (f64), after the global counters of a stripe
 export const C_SELECTED = 0 // times picked by the balancer (lbtot)

@@ -74,7 +74,7 @@ export class UpstreamConnection implements ResponseSink {
     this.pool.forget(this)
   }
 
-  /** Called by the sweeper when `deadline` passed. */
+  /** Ends the connection and fails its exchange with `code` (the sweeper, when `deadline` passed; an invalid response). */
   expire (code: ErrorCode): void {
     const ex = this.exchange
     this.destroy()
@@ -121,11 +121,8 @@ export class UpstreamConnection implements ResponseSink {
       return false
     }
     this.deadline = now() + this.pool.serverTimeoutMs
-    const err = this.parser.feed(buf, 0, n)
-    if (err !== null) {
-      const ex = this.exchange
-      this.destroy()
-      if (ex !== null) ex.onUpstreamError('LB_ERR_UPSTREAM_PROTOCOL', this)
+    if (this.parser.feed(buf, 0, n) !== null) {
+      this.expire('LB_ERR_UPSTREAM_PROTOCOL')
       return false
     }
     return !this.#paused // false pauses the socket (net onread contract)
@@ -134,11 +131,8 @@ export class UpstreamConnection implements ResponseSink {
   #fail (): void {
     if (this.closed) return
     const ex = this.exchange
-    const finished = this.parser.close() // a close-delimited body ends here
-    this.closed = true
-    this.exchange = null
-    this.socket.destroy()
-    this.pool.forget(this)
+    const finished = this.parser.close() // a close-delimited body ends here (and its onEnd may have destroyed this already)
+    this.destroy()
     if (ex === null || finished) return
     ex.onUpstreamError(this.connected ? 'LB_ERR_UPSTREAM_RESET' : 'LB_ERR_UPSTREAM_CONNECT', this)
   }

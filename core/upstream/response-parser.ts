@@ -39,7 +39,7 @@ export class ResponseParser {
   #remaining = 0 // bytes left in a Content-Length body or the current chunk
   #noBody = false
   #lineBuf = '' // partial chunk-size / trailer line
-  /** the server asked to close, or spoke HTTP/1.0 without keep-alive */
+  /** the connection may carry another request after this response: false when the server asked to close, spoke HTTP/1.0 without keep-alive, or delimits the body by closing */
   keepAlive = true
   /** bytes of the current response seen so far (head and body) */
   bytes = 0
@@ -54,10 +54,6 @@ export class ResponseParser {
     this.keepAlive = true
     this.bytes = 0
   }
-
-  get done (): boolean { return this.#state === ST_DONE }
-  /** true while the body is delimited by the connection closing */
-  get untilClose (): boolean { return this.#state === ST_CLOSE }
 
   /** Feeds bytes; returns an error message for a malformed response, else null. */
   feed (buf: Buffer, start: number, end: number): string | null {

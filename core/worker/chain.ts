@@ -6,7 +6,7 @@
 import { type Hooks, type ResponseHead, type Verdict, HANDLED, NEXT } from '../plugin.js'
 import type { Logger } from '../log.js'
 import { ERRORS, formatError } from '../errors.js'
-import type { Ctx } from './context.js'
+import type { Ctx, Reply } from './context.js'
 
 type RequestHook = NonNullable<Hooks['onRequest']>
 type ResponseHook = NonNullable<Hooks['onResponse']>
@@ -32,13 +32,18 @@ export function compileChain (instances: ReadonlyArray<{ name: string, hooks: Ho
   }
 }
 
-function pluginFailed (ctx: Ctx, log: Logger, name: string, err: unknown): Verdict {
-  log.error('middleware failed', { middleware: name, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) })
-  ctx.reply = {
+/** The answer for a request whose middleware `name` failed (threw, rejected, or could not be created). */
+export function pluginErrorReply (name: string): Reply {
+  return {
     status: ERRORS.LB_ERR_PLUGIN.status,
     headers: ['content-type', 'text/plain'],
     body: formatError('LB_ERR_PLUGIN', { middleware: name }) + '\n',
   }
+}
+
+function pluginFailed (ctx: Ctx, log: Logger, name: string, err: unknown): Verdict {
+  log.error('middleware failed', { middleware: name, path: ctx.path, error: err instanceof Error ? err.stack ?? err.message : String(err) })
+  ctx.reply = pluginErrorReply(name)
   return HANDLED
 }
 

@@ -8,7 +8,10 @@ import type { RouterConf, ServiceConf } from '../config/dynamic.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
-import { type Shm, C_BYTES_IN, C_BYTES_OUT, C_INFLIGHT, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT } from '../shm/layout.js'
+import {
+  type Shm, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_INFLIGHT, C_RESP_ERR, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass,
+} from '../shm/layout.js'
+import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
@@ -63,7 +66,8 @@ export class DataPlane {
   readonly stripe: Stripe
   readonly log: Logger
   readonly accessLog: AccessLog
-  readonly #routes = new Map<string, Array<CompiledRoute<RouteTarget>>>()
+  /** compiled routes by entry point index (Ctx.epSlot) */
+  readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
   readonly services = new Map<string, ServiceRuntime>()
 
@@ -88,8 +92,10 @@ export class DataPlane {
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),
       routerSlot: slots.routers[r.name] ?? -1,
     })
-    for (const ep of conf.entrypoints) this.#routes.set(ep.name, compileRoutes(conf.routers, ep.name, target))
-    conf.entrypoints.forEach((ep, i) => this.#epIndex.set(ep.name, i))
+    conf.entrypoints.forEach((ep, i) => {
+      this.#epIndex.set(ep.name, i)
+      this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
+    })
   }
 
   #buildService (s: ServiceConf, slots: Slots, pools: PoolCache, used: Set<string>): ServiceRuntime {
@@ -140,9 +146,19 @@ export class DataPlane {
     s.addServer(slot, C_BYTES_OUT, bytesOut)
   }
 
+  /**
+   * Counts a failed attempt on `server`: a connect error, or a reset, time-out
+   * or invalid answer after it. `passive`: it also counts towards the server's
+   * max_fails within fail_timeout (passive health), as every failure does but a
+   * stale keep-alive connection the server had closed.
+   */
+  failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive = true): void {
+    this.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
+    if (passive) recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+  }
+
   /** Entry for every request of every HTTP entry point. */
   handle (ctx: Ctx, client: ClientResponse): void {
-    ctx.start = now()
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
     if (ctx.path === '/health') {
@@ -160,7 +176,9 @@ export class DataPlane {
       this.error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
       return
     }
-    const route = matchRoute(this.#routes.get(ctx.entrypoint)!, ctx)
+    // an entry point this generation does not have (a connection accepted before a reload removed it) routes nowhere
+    const routes = this.#routes[ctx.epSlot]
+    const route = routes === undefined ? null : matchRoute(routes, ctx)
     if (route === null) {
       this.error(ctx, client, 'LB_ERR_NO_ROUTE', {})
       return
@@ -207,7 +225,7 @@ export class DataPlane {
     }
     if (client.websocket !== null) {
       // a WebSocket upgrade, routed like any request; the tunnel outlives this generation
-      new WsTunnel(this, ctx, client, client.websocket, target, this.conf.entrypoints[ctx.epSlot]!.wsMaxMessage).start()
+      new WsTunnel(this, ctx, client, target).start()
       return
     }
     new ProxyExchange(this, ctx, client, target).start()
@@ -249,8 +267,9 @@ export class DataPlane {
     s.add(G_WRITING, -1)
     s.add(G_BYTES_IN, ctx.bytesIn)
     s.add(G_BYTES_OUT, ctx.bytesOut)
-    s.add(G_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
-    recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, performance.now() - ctx.t0, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
-    if (this.accessLog.enabled) this.accessLog.write(ctx, now() - ctx.start)
+    s.add(G_RESP_1XX + statusClass(ctx.status))
+    const ms = performance.now() - ctx.t0
+    recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }
 }

@@ -7,8 +7,9 @@
 import type { MiddlewareConf } from '../config/dynamic.js'
 import { formatError } from '../errors.js'
 import type { Logger } from '../log.js'
-import { type Hooks, type Reply, HANDLED } from '../plugin.js'
+import { type Hooks, HANDLED } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
+import { pluginErrorReply } from './chain.js'
 import { pluginFor } from '../../plugins/index.js'
 
 function checkHooks (h: unknown): string {
@@ -35,11 +36,9 @@ export function createMiddleware (m: MiddlewareConf, baseDir: string, shm: Shm, 
     }
   }
   mlog.error(formatError('LB_ERR_PLUGIN_INIT', { middleware: m.name, reason }), { code: 'LB_ERR_PLUGIN_INIT' })
-  const reply: Reply = Object.freeze({
-    status: 500,
-    headers: Object.freeze(['content-type', 'text/plain']) as string[],
-    body: formatError('LB_ERR_PLUGIN', { middleware: m.name }) + '\n',
-  }) as Reply
+  const reply = pluginErrorReply(m.name)
+  Object.freeze(reply.headers)
+  Object.freeze(reply)
   return {
     onRequest (ctx) {
       ctx.reply = reply

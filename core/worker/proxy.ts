@@ -5,8 +5,7 @@
 // are held (copied), which is also what makes a connect-failure retry possible.
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
-import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, G_READING } from '../shm/layout.js'
-import { recordFailure } from '../shm/server-state.js'
+import { C_RESP_1XX, C_RETRIES, G_READING, statusClass } from '../shm/layout.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
@@ -50,7 +49,6 @@ export class ProxyExchange implements Exchange {
   /** body chunks (copies) received before the upstream connection was ready */
   #queued: Buffer[] | null = null
   #bodyDone: boolean
-  #bodyBytes = 0
   #attempts = 0
   #responded = false
   #finished = false
@@ -74,7 +72,6 @@ export class ProxyExchange implements Exchange {
   }
 
   start (): void {
-    const ctx = this.#ctx
     const client = this.#client
     client.onAbort(() => this.#clientAborted())
     if (this.#reading) {
@@ -82,7 +79,6 @@ export class ProxyExchange implements Exchange {
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
     this.#head = this.#buildHead()
-    ctx.service = this.#svc.conf.name
     this.#connect(-1)
   }
 
@@ -134,9 +130,8 @@ export class ProxyExchange implements Exchange {
   #onClientBody (chunk: Buffer, last: boolean): void {
     if (this.#finished) return
     const ctx = this.#ctx
-    this.#bodyBytes += chunk.length
-    ctx.bytesIn = this.#bodyBytes
-    if (this.#bodyBytes > this.#dp.conf.limits.maxBodyBytes) {
+    ctx.bytesIn += chunk.length
+    if (ctx.bytesIn > this.#dp.conf.limits.maxBodyBytes) {
       // a chunked body grew past the limit (a declared length was checked before)
       if (this.#conn !== null) this.#conn.destroy()
       this.#fail('LB_ERR_BODY_TOO_LARGE', { limit: this.#dp.conf.limits.maxBodyBytes })
@@ -190,7 +185,7 @@ export class ProxyExchange implements Exchange {
       }
     }
     const slot = this.#server!.slot
-    this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((ctx.status / 100) | 0) - 1)))
+    this.#dp.stripe.addServer(slot, C_RESP_1XX + statusClass(ctx.status))
     this.#bodyLeft = contentLength
     this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength)
   }
@@ -276,7 +271,6 @@ export class ProxyExchange implements Exchange {
     if (this.#finished) return
     const server = this.#server!
     const dp = this.#dp
-    const t = now()
     const connectPhase = !conn.connected
     if (code === 'LB_ERR_UPSTREAM_TIMEOUT' && !connectPhase && !this.#bodyDone) {
       // the client stopped sending its body: a client time-out, not the server's fault
@@ -284,29 +278,24 @@ export class ProxyExchange implements Exchange {
       this.#fail('LB_ERR_CLIENT_TIMEOUT', {}, true)
       return
     }
-    dp.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
     const reported: ErrorCode = connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code
     const staleKeepAlive = !connectPhase && conn.uses > 1 && conn.parser.bytes === 0 && code === 'LB_ERR_UPSTREAM_RESET'
-    if (!staleKeepAlive) recordFailure(dp.shm.i32, server.slot, this.#svc.slot, t, server.conf.maxFails, server.conf.failTimeoutMs)
+    dp.failServer(this.#svc, server, connectPhase, !staleKeepAlive)
     this.#release()
     const replayable = IDEMPOTENT.has(this.#ctx.method) && !this.#responded && (this.#ctx.contentLength === 0 || (connectPhase && this.#queued !== null && this.#bodyDone))
     if (replayable && staleKeepAlive && this.#attempts <= this.#svc.conf.retries + 1) {
       // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a fresh one
-      this.#reconnect(-1, reported)
+      this.#connect(-1, reported)
       return
     }
     if (replayable && connectPhase && this.#attempts <= this.#svc.conf.retries) {
       dp.stripe.addServer(server.slot, C_RETRIES)
-      this.#reconnect(this.#serverIdx, reported)
+      this.#connect(this.#serverIdx, reported)
       return
     }
     this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
   }
 
-  #reconnect (exclude: number, failed: ErrorCode): void {
-    if (this.#ctx.contentLength === 0) this.#queued = null
-    this.#connect(exclude, failed)
-  }
 
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {

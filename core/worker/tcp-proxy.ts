@@ -16,8 +16,7 @@
 import net from 'node:net'
 import { now } from '../clock.js'
 import type { EntryPointConf } from '../config/static.js'
-import { C_CONN_ERR, C_RETRIES } from '../shm/layout.js'
-import { recordFailure } from '../shm/server-state.js'
+import { C_RETRIES } from '../shm/layout.js'
 import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
 import { listenServer } from '../net/listen.js'
 
@@ -145,8 +144,7 @@ class TcpSession {
     const server = this.#server!
     const dp = this.#dp
     this.#status = 502 // unless another server connects
-    dp.stripe.addServer(server.slot, C_CONN_ERR)
-    recordFailure(dp.shm.i32, server.slot, this.#svc!.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+    dp.failServer(this.#svc!, server, true)
     this.#release()
     if (this.#attempts <= this.#svc!.conf.retries) {
       // nothing was sent yet (the client is paused until connected): another server can take it
@@ -191,7 +189,7 @@ class TcpSession {
         status: this.#status,
         bytes_in: c.bytesRead,
         bytes_out: c.bytesWritten,
-        duration_ms: now() - this.#start,
+        duration_ms: (now() - this.#start) | 0, // ticks wrap at 32 bits (core/clock.ts)
         service: this.#svc?.conf.name ?? this.#ep.service,
         server: this.#serverName,
       })

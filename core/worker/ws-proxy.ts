@@ -25,8 +25,7 @@ import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { now } from '../clock.js'
 import { type ErrorCode, formatError } from '../errors.js'
-import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES } from '../shm/layout.js'
-import { recordFailure } from '../shm/server-state.js'
+import { C_RESP_1XX, C_RETRIES, statusClass } from '../shm/layout.js'
 import type { ResponseHead } from '../plugin.js'
 import { ResponseParser, type ResponseSink, MAX_HEAD_BYTES } from '../upstream/response-parser.js'
 import { runResponseHooks } from './chain.js'
@@ -89,11 +88,6 @@ function uncorkAll (): void {
   corked.length = 0
 }
 
-/** Open tunnels of this thread (WebSocket sessions and handshakes in progress). */
-export function openTunnels (): number {
-  return tunnels.size
-}
-
 export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   readonly #dp: DataPlane
   readonly #ctx: Ctx
@@ -128,21 +122,21 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   #readErr: string | null = null
   readonly #feedCorked = (): void => { this.#readErr = this.#frames!.feed(this.#readBuf!, 0, this.#readLen) }
 
-  constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, upgrade: WebSocketUpgrade, target: RouteTarget, wsMaxMessage: number) {
+  /** `client` is a WebSocket upgrade (client.websocket set). */
+  constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     this.#dp = dp
     this.#ctx = ctx
     this.#client = client
-    this.#upgrade = upgrade
+    this.#upgrade = client.websocket!
     this.#target = target
     this.#svc = target.service!
     this.#key = ctx.header('sec-websocket-key')
     this.#idleMs = dp.conf.timeouts.tunnelMs
-    this.#maxQueued = 2 * wsMaxMessage
+    this.#maxQueued = 2 * dp.conf.entrypoints[ctx.epSlot]!.wsMaxMessage
   }
 
   start (): void {
     const ctx = this.#ctx
-    ctx.service = this.#svc.conf.name
     if (!KEY.test(this.#key) || ctx.header('sec-websocket-version') !== '13') {
       this.#fail('LB_ERR_BAD_REQUEST', { reason: 'invalid WebSocket handshake (Sec-WebSocket-Key, Sec-WebSocket-Version: 13)' })
       return
@@ -303,7 +297,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   onHead (status: number, reason: string, headers: string[], contentLength: number): void {
     this.#ctx.status = status
     const slot = this.#server!.slot
-    this.#dp.stripe.addServer(slot, C_RESP_1XX + Math.min(4, Math.max(0, ((status / 100) | 0) - 1)))
+    this.#dp.stripe.addServer(slot, C_RESP_1XX + statusClass(status))
     const ctx = this.#ctx
     if (ctx.responseHeaders !== null) headers.push(...ctx.responseHeaders)
     this.#client.head(status, reason, headers, contentLength)
@@ -368,7 +362,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
       return
     }
     // the client's close (or the echo of one we passed on from the server) goes to the server
-    this.#sendClose(code === 0 || !isWireCloseCode(code) ? NO_STATUS : code, new Uint8Array(reason))
+    this.#sendClose(isWireCloseCode(code) ? code : NO_STATUS, new Uint8Array(reason))
     if (this.#serverClosed) this.#sock?.end()
   }
 
@@ -457,8 +451,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     const sock = this.#sock
     this.#sock = null
     sock?.destroy()
-    dp.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
-    recordFailure(dp.shm.i32, server.slot, this.#svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+    dp.failServer(this.#svc, server, connectPhase)
     this.#release()
     if (this.#phase === PH_RESPONSE && this.#client.started) {
       this.#client.destroy()
