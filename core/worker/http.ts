@@ -55,10 +55,11 @@ const decoder = new TextDecoder()
 const EMPTY: readonly string[] = []
 
 /**
- * Writes status and headers; must run corked. `close`: the client sent
- * Connection: close. uWS then closes after the response but, unlike nginx and
- * HAProxy, does not say so (RFC 9112 §9.6: the server SHOULD); clients such
- * as wrk would otherwise send their next request into a closing connection.
+ * Writes status and headers; must run corked. `close`: the connection closes
+ * after this response (the client sent Connection: close, or lb closes it).
+ * uWS closes but, unlike nginx and HAProxy, does not say so (RFC 9112 §9.6:
+ * the server SHOULD); clients such as wrk would otherwise send their next
+ * request into a closing connection.
  *
  * The whole head goes to uWS in one writeStatus call: uWS writes
  * "HTTP/1.1 " + status + CRLF, so the header lines ride along after the status
@@ -258,7 +259,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
-      writeHead(this.#res, status, '', headers, this.#asksClose)
+      writeHead(this.#res, status, '', headers, this.#asksClose || close)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })

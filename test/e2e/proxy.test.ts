@@ -413,12 +413,13 @@ address = "127.0.0.1:${(server.address() as net.AddressInfo).port}"
 check = false
 `)
     t.after(async () => { await lb.stop(); await backend.close(); server.close() })
-    const status = await new Promise<number>((res) => {
-      const req = http.request(`${lb.url}/upload`, { method: 'POST', agent: false, headers: { 'content-length': '100' } }, (r) => { r.resume(); res(r.statusCode!) })
-      req.on('error', () => res(-1))
+    const [status, connection] = await new Promise<[number, string | undefined]>((res) => {
+      const req = http.request(`${lb.url}/upload`, { method: 'POST', agent: false, headers: { 'content-length': '100' } }, (r) => { r.resume(); res([r.statusCode!, r.headers.connection]) })
+      req.on('error', () => res([-1, undefined]))
       req.write('only part of it')
     })
     assert.equal(status, 408)
+    assert.equal(connection, 'close', 'the balancer says it closes the connection it will close')
     assert.equal((await request(`${lb.url}/x`)).status, 200)
     const before = closed.length
     await sleep(1200)
