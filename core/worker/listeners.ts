@@ -18,7 +18,8 @@
 // thread (mTLS HTTP work itself is spread over every worker).
 //
 // Certificates: on every config generation (so on SIGHUP) each worker
-// re-reads its https entry points' files. When their contents changed, a
+// re-reads its https entry points' files (only worker 0 those of mTLS ones,
+// as it alone holds their terminators). When their contents changed, a
 // uWS entry point gets a new SSLApp listening on the same address, then the
 // old listen socket is closed: established connections (keep-alive, WebSocket)
 // stay on the old app, new ones get the new certificate. (Connections still in
@@ -28,7 +29,7 @@ import { chmodSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
-import { type ErrorCode, formatError, lbError } from '../errors.js'
+import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
@@ -66,7 +67,6 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
-  readonly #internal: Listener[] = []
   #listening = false
   #refreshing: Promise<void> = Promise.resolve()
 
@@ -102,7 +102,6 @@ export class EntryPoints {
       // whoever can connect here skips the client-certificate check and names its own client address
       // (PROXY header): owner only, whatever the umask
       chmodSync(path, 0o600)
-      this.#internal.push(l)
       process.on('exit', () => rmSync(path, { force: true })) // a worker thread's exit: leave no socket file behind
       if (this.#worker === 0) {
         try {
@@ -179,12 +178,14 @@ export class EntryPoints {
   async #refresh (): Promise<void> {
     for (const ep of this.#eps) {
       if (ep.protocol !== 'https') continue
+      // an mTLS entry point's certificates live in worker 0's terminator; the others only listen on a unix socket
+      if (isMtls(ep) && this.#worker !== 0) continue
       try {
         const print = tlsFingerprint(ep.tls!)
         if (print === this.#prints.get(ep.name)) continue
         const terminator = this.#terminators.get(ep.name)
         if (terminator !== undefined) terminator.refresh()
-        else if (!isMtls(ep) && this.#listening) {
+        else if (this.#listening) { // in worker 0 every mTLS entry point has a terminator (start())
           const old = this.#open.get(ep.name)
           // the new app joins the old one's SO_REUSEPORT group before the old listen socket closes
           const l = await this.#listenOne(ep)
@@ -193,11 +194,10 @@ export class EntryPoints {
           old?.close()
         }
         this.#prints.set(ep.name, print)
-        if (!isMtls(ep) || this.#worker === 0) this.#log.info('TLS certificates reloaded', { entrypoint: ep.name })
+        this.#log.info('TLS certificates reloaded', { entrypoint: ep.name })
       } catch (err) {
-        const code: ErrorCode = 'LB_ERR_TLS'
-        const message = (err as { code?: string }).code === code ? (err as Error).message : formatError(code, { entrypoint: ep.name, reason: (err as Error).message })
-        this.#log.error(message + '; the entry point keeps its current certificates', { code })
+        const e = (err as { code?: string }).code === 'LB_ERR_TLS' ? err as Error : tlsError(ep, err)
+        this.#log.error(e.message + '; the entry point keeps its current certificates', { code: 'LB_ERR_TLS' })
       }
     }
   }
