@@ -23,10 +23,9 @@ export const llama: Llama = await getLlama({ gpu: false, build: 'never', logLeve
 interface Seq { seq: LlamaContextSequence, id: number }
 /** `made`: sequences created so far; node-llama-cpp numbers them 0, 1, ... as none is ever disposed before its context. */
 interface Slot { context: LlamaContext, recheck: () => void, free: Seq[], busy: number, made: number }
-interface CtxPool { numCtx: number, slots: Slot[], creating: number, waiters: Array<() => void> }
+interface CtxPool { slots: Slot[], creating: number, waiters: Array<() => void> }
 
 export interface Hosted {
-  path: string
   model: LlamaModel
   chatWrapper: ChatWrapper
   /** The GGUF carries a chat template: /api/generate (not raw) formats the prompt with it, as Ollama does. */
@@ -42,7 +41,6 @@ async function load (path: string): Promise<Hosted> {
   const model = await llama.loadModel({ modelPath: path, defaultContextFlashAttention: false })
   const meta = model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }
   return {
-    path,
     model,
     chatWrapper: resolveChatWrapper(model),
     hasTemplate: typeof meta.tokenizer?.chat_template === 'string',
@@ -85,7 +83,7 @@ async function disposeIdlePools (h: Hosted, keep: number): Promise<void> {
 export async function acquire (h: Hosted, numCtx: number, conf: RunnerConf): Promise<Lease> {
   let pool = h.pools.get(numCtx)
   if (pool === undefined) {
-    pool = { numCtx, slots: [], creating: 0, waiters: [] }
+    pool = { slots: [], creating: 0, waiters: [] }
     h.pools.set(numCtx, pool)
     await disposeIdlePools(h, numCtx)
   }

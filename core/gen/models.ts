@@ -20,14 +20,10 @@ import { TINY_MODEL_NAME } from './tiny-model.js'
 const MISS_RESCAN_MS = 250
 const SMALL_LAYER = 1 << 20
 
-export const MODEL_SOURCES = ['config', 'folder', 'ollama', 'builtin'] as const
-export type ModelSource = typeof MODEL_SOURCES[number]
-
 export interface ModelEntry {
   /** Canonical "name:tag". */
   name: string
   path: string
-  source: ModelSource
   /** Hex sha256: of the manifest for store models, of path+size+mtime otherwise (an identity, not the content). */
   digest: string
   /** Bytes (all layers for store models). */
@@ -42,11 +38,11 @@ export interface ModelEntry {
 const identity = (path: string, size: number, mtimeMs: number): string =>
   createHash('sha256').update(`${path}\0${size}\0${mtimeMs}`).digest('hex')
 
-async function fileEntry (name: string, path: string, source: ModelSource): Promise<ModelEntry | null> {
+async function fileEntry (name: string, path: string): Promise<ModelEntry | null> {
   const st = await stat(path).catch(() => null)
   if (st === null || !st.isFile()) return null
   return {
-    name, path, source, digest: identity(path, st.size, st.mtimeMs), size: st.size, modifiedAt: st.mtime,
+    name, path, digest: identity(path, st.size, st.mtimeMs), size: st.size, modifiedAt: st.mtime,
     system: null, template: null, params: null,
   }
 }
@@ -81,7 +77,7 @@ async function storeEntry (store: string, name: string, manifestPath: string): P
   let size = 0
   for (const l of manifest.layers) size += typeof l.size === 'number' ? l.size : 0
   return {
-    name, path, source: 'ollama', digest: createHash('sha256').update(raw).digest('hex'), size, modifiedAt: mst.mtime,
+    name, path, digest: createHash('sha256').update(raw).digest('hex'), size, modifiedAt: mst.mtime,
     system: await small('application/vnd.ollama.image.system'),
     template: await small('application/vnd.ollama.image.template'),
     params,
@@ -151,7 +147,7 @@ export class ModelCatalog {
     const found = new Map<string, ModelEntry>()
     const add = (e: ModelEntry | null): void => { if (e !== null && !found.has(e.name)) found.set(e.name, e) }
     for (const [name, path] of Object.entries(this.conf.models)) {
-      const e = await fileEntry(name, path, 'config')
+      const e = await fileEntry(name, path)
       if (e === null) this.warnOnce(`config:${path}`, 'configured model file not found', { model: name, path })
       add(e)
     }
@@ -161,7 +157,7 @@ export class ModelCatalog {
       for (const f of (files ?? []).sort()) {
         if (!f.toLowerCase().endsWith('.gguf')) continue
         const name = parseModelName(basename(f, f.slice(-5)))
-        if (name !== null) add(await fileEntry(name, join(this.conf.modelsDir, f), 'folder'))
+        if (name !== null) add(await fileEntry(name, join(this.conf.modelsDir, f)))
       }
     }
     const store = this.conf.ollamaModels
@@ -179,7 +175,7 @@ export class ModelCatalog {
         }
       }
     }
-    if (this.builtinPath !== null) add(await fileEntry(TINY_MODEL_NAME, this.builtinPath, 'builtin'))
+    if (this.builtinPath !== null) add(await fileEntry(TINY_MODEL_NAME, this.builtinPath))
     this.entries = found
   }
 }

@@ -11,6 +11,7 @@
 // stream_batch), and a model slower than one piece per `flushMs` is never
 // delayed at all.
 
+import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import type { MessagePort } from 'node:worker_threads'
 import type { FromTask } from './protocol.js'
 

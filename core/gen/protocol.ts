@@ -16,7 +16,7 @@ export interface ChatMessage {
   content: string
 }
 
-/** Sampling settings, Ollama defaults already applied (see api.ts). */
+/** Sampling settings, Ollama defaults already applied (routes.ts DEFAULTS, buildJob). */
 export interface Sampling {
   temperature: number
   topK: number
@@ -36,7 +36,7 @@ export type Format = 'json' | { readonly [k: string]: unknown }
 /** One request, as the runner and the task see it. */
 export interface JobSpec {
   kind: 'generate' | 'chat' | 'load'
-  /** Canonical model name, for logs and for pinning a model to one worker. */
+  /** Canonical model name: the scheduler's key for the model (the runner pins a model to a worker by modelPath). */
   model: string
   modelPath: string
   /** Context window per sequence, tokens. */
@@ -91,7 +91,7 @@ export type ToRunner =
   | { type: 'init', conf: RunnerConf }
   | { type: 'run', id: number, job: JobSpec }
   | { type: 'cancel', id: number }
-  | { type: 'unload', model: string, modelPath: string }
+  | { type: 'unload', modelPath: string }
   | { type: 'shutdown' }
 
 // ---- runner -> main (process.send of an array, flushed once per event-loop turn) ----

@@ -194,7 +194,7 @@ export class Scheduler {
     let m = this.models.get(name)
     if (m === undefined || m.path !== path) {
       if (m !== undefined) this.clearTimer(m)
-      if (m !== undefined && m.loaded && m.running === 0) this.link.send({ type: 'unload', model: m.name, modelPath: m.path })
+      if (m !== undefined && m.loaded && m.running === 0) this.link.send({ type: 'unload', modelPath: m.path })
       // Jobs already running on the old file keep counting against this model until they end.
       m = { name, path, running: m?.running ?? 0, waiting: m?.waiting ?? [], loaded: false, keepAliveMs: 0, expiresAt: 0, timer: null, lastUsed: 0, sizeBytes, numCtx: 0 }
       this.models.set(name, m)
@@ -229,7 +229,7 @@ export class Scheduler {
     if (!m.loaded || m.running > 0) return
     m.loaded = false
     m.expiresAt = 0
-    this.link.send({ type: 'unload', model: m.name, modelPath: m.path })
+    this.link.send({ type: 'unload', modelPath: m.path })
   }
 
   private pump (): void {

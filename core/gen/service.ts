@@ -54,6 +54,7 @@ function listen (server: Server, target: string | { host: string, port: number }
   })
 }
 
+/** Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled. */
 export async function startGeneration (conf: GenerationConf, log: Logger): Promise<GenerationService> {
   const glog = log.child({ component: 'generation' })
   const builtin = conf.builtinModel ? await ensureTinyModel(join(dirname(conf.socket), 'lb-tiny.gguf')) : null
@@ -98,9 +99,6 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   }
 
   const ready = (): Promise<void> => supervisor.ready ? Promise.resolve() : new Promise((resolve) => readyWaiters.push(resolve))
-  if (!conf.enabled) {
-    return { socketPath: conf.socket, tcpAddress, runnerPid: () => 0, ready: () => Promise.resolve(), close: async () => undefined, stats }
-  }
   try {
     await claimSocket(conf.socket)
     const unix = createServer(handler)
