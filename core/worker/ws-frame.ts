@@ -7,8 +7,11 @@
 // The parser is fed socket reads (views into a reused buffer, valid only
 // during the call) and hands payload on as views too: a data frame's payload
 // is delivered piece by piece as it arrives, with message boundaries flagged,
-// so no message is ever reassembled here. Only frame headers split across
-// reads (at most 14 bytes) and control payloads (at most 125 bytes) are copied.
+// so no message is ever reassembled here. Only frame headers and control
+// payloads (at most 125 bytes) are copied. Every header is gathered in one
+// small buffer, whole or split across reads: at most 10 bytes, since servers
+// never mask (a masked frame is refused once its length is read, before its
+// masking key).
 import { randomFillSync } from 'node:crypto'
 
 export const OP_CONT = 0x0
@@ -46,8 +49,8 @@ const ST_CONTROL = 2
 export class FrameParser {
   readonly #sink: FrameSink
   #state = ST_HEADER
-  /** header bytes carried over between reads */
-  readonly #hdr = Buffer.alloc(14)
+  /** the current frame's header bytes, kept across reads until complete (see headerLength) */
+  readonly #hdr = Buffer.alloc(10)
   #hdrLen = 0
   readonly #ctrl = Buffer.alloc(125)
   #ctrlLen = 0
