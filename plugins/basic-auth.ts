@@ -11,7 +11,7 @@
 // decoy hash of the same cost, so timing does not reveal which names exist.
 import { hash as digest } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { type Checker, type Table, join } from '../core/config/check.js'
+import { type Checker, type Table, HEADER_NAME, checkRealm, join } from '../core/config/check.js'
 import { resolvePath } from '../core/config/static.js'
 import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders } from '../core/plugin.js'
 import { now } from '../core/clock.js'
@@ -33,7 +33,6 @@ export interface BasicAuthConf {
   readonly cacheSize: number
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const MAX_CACHE_TTL_MS = 3_600_000
 
 function validate (c: Checker, t: Table, path: string, baseDir: string): BasicAuthConf {
@@ -65,9 +64,9 @@ function validate (c: Checker, t: Table, path: string, baseDir: string): BasicAu
   }
   if (users.length === 0 && !c.problems.some((p) => p.startsWith(path))) c.problem(join(path, 'users'), 'at least one "user:hash" in users or users_file', t.users)
   const realm = c.string(t, 'realm', path, 'lb')
-  if (!/^[\x20-\x7e]*$/.test(realm) || /["\\]/.test(realm)) c.problem(join(path, 'realm'), 'printable ASCII without " or \\', realm)
+  checkRealm(c, join(path, 'realm'), realm)
   const headerField = c.string(t, 'header_field', path, '')
-  if (headerField !== '' && !TOKEN.test(headerField)) c.problem(join(path, 'header_field'), 'a header name', headerField)
+  if (headerField !== '' && !HEADER_NAME.test(headerField)) c.problem(join(path, 'header_field'), 'a header name', headerField)
   const cacheTtlMs = c.duration(t, 'cache_ttl', path, 60_000)
   if (cacheTtlMs > MAX_CACHE_TTL_MS) c.problem(join(path, 'cache_ttl'), 'a duration of at most "1h"', t.cache_ttl)
   return {

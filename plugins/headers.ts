@@ -8,7 +8,7 @@
 //   sts_seconds (+ sts_include_subdomains, sts_preload)   Strict-Transport-Security
 //   referrer_policy, content_security_policy, permissions_policy
 //   [request_headers] / [response_headers]  name = "value" sets (replacing), name = "" removes
-import { type Checker, type Table, join } from '../core/config/check.js'
+import { type Checker, type Table, HEADER_NAME, join } from '../core/config/check.js'
 import { NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders, removeHeader } from '../core/plugin.js'
 
 export interface HeadersConf {
@@ -22,7 +22,6 @@ export interface HeadersConf {
   readonly responseDrop: readonly string[]
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // the proxy owns these: framing, routing and the forwarding headers it writes itself
 const RESERVED_REQUEST = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer',
   'proxy-connection', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-proto'])
@@ -34,7 +33,7 @@ function checkHeaderTable (c: Checker, t: Table, key: string, path: string, rese
   const out: Array<[string, string]> = []
   for (const [name, v] of Object.entries(tab)) {
     const lower = name.toLowerCase()
-    if (!TOKEN.test(name)) c.problem(join(p, name), 'a header name (letters, digits and !#$%&\'*+.^_`|~-)', name)
+    if (!HEADER_NAME.test(name)) c.problem(join(p, name), 'a header name (letters, digits and !#$%&\'*+.^_`|~-)', name)
     else if (reserved.has(lower)) c.problems.push(`${join(p, name)}: ${name} is managed by the proxy and cannot be set here`)
     if (typeof v !== 'string') c.problem(join(p, name), 'a string (empty removes the header)', v)
     else if (/[\r\n\0]/.test(v)) c.problem(join(p, name), 'a value without CR, LF or NUL', v)

@@ -13,7 +13,7 @@
 // token stays on the synchronous path; a new token costs one async signature check.
 import { readFileSync } from 'node:fs'
 import { type JSONWebKeySet, type JWTPayload, createLocalJWKSet, jwtVerify } from 'jose'
-import { type Checker, type Table, join } from '../core/config/check.js'
+import { type Checker, type Table, HEADER_NAME, checkRealm, join } from '../core/config/check.js'
 import { resolvePath } from '../core/config/static.js'
 import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders } from '../core/plugin.js'
 import { now } from '../core/clock.js'
@@ -44,7 +44,6 @@ export interface JwtConf {
   readonly cacheSize: number
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'authorization', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-proto'])
 const PRIVATE_PARAMS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']
 
@@ -98,11 +97,11 @@ function validate (c: Checker, t: Table, path: string, baseDir: string): JwtConf
   const leewayMs = c.duration(t, 'leeway', path, 5_000)
   if (leewayMs > 300_000) c.problem(join(path, 'leeway'), 'a duration of at most "5m"', t.leeway)
   const realm = c.string(t, 'realm', path, 'lb')
-  if (!/^[\x20-\x7e]*$/.test(realm) || /["\\]/.test(realm)) c.problem(join(path, 'realm'), 'printable ASCII without " or \\', realm)
+  checkRealm(c, join(path, 'realm'), realm)
   const fp = join(path, 'forward_claims')
   const forward: Array<[string, string]> = []
   for (const [claim, header] of Object.entries(c.table(t.forward_claims, fp, null))) {
-    if (typeof header !== 'string' || !TOKEN.test(header)) c.problem(join(fp, claim), 'a header name', header)
+    if (typeof header !== 'string' || !HEADER_NAME.test(header)) c.problem(join(fp, claim), 'a header name', header)
     else if (RESERVED.has(header.toLowerCase())) c.problems.push(`${join(fp, claim)}: ${header} is managed by the proxy and cannot carry a claim`)
     else forward.push([claim, header.toLowerCase()])
   }

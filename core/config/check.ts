@@ -162,6 +162,14 @@ export class Checker {
   }
 }
 
+/** An HTTP header name (RFC 9110 token). */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/** A realm goes into a quoted-string challenge (`realm="..."`), written without escaping. */
+export function checkRealm (c: Checker, path: string, realm: string): void {
+  if (!/^[\x20-\x7e]*$/.test(realm) || /["\\]/.test(realm)) c.problem(path, 'printable ASCII without " or \\', realm)
+}
+
 /** Recursively freezes a plain config object (arrays and tables). */
 export function deepFreeze<T> (o: T): T {
   if (typeof o === 'object' && o !== null && !Object.isFrozen(o)) {
