@@ -1,60 +1,59 @@
 // Authentication of the admin and dashboard listeners: HTTP basic auth against
-// "user:hash" entries or bearer tokens, both from [admin]. bcrypt costs tens of
-// milliseconds per check, so a verified Authorization value is remembered
-// (keyed by its SHA-256, never stored in clear) for a short while.
+// "user:hash" entries or bearer tokens, both from [admin]. Hashes are parsed and
+// checked by core/auth/htpasswd.ts, as for the basicAuth plugin. bcrypt costs
+// tens of milliseconds per check, so a verified Basic Authorization value is
+// remembered (keyed by its SHA-256, never stored in clear) for a short while;
+// a token costs one SHA-256 and is not remembered.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import bcrypt from 'bcryptjs'
+import { type HtpasswdEntry, parseEntry, verifySync } from '../auth/htpasswd.js'
 import type { Credentials } from '../config/admin.js'
 
 const CACHE_MS = 60_000
 const CACHE_MAX = 1024
 
-interface User { readonly name: string, readonly hash: string }
-
 export class Authenticator {
-  readonly #users: readonly User[]
+  readonly #users: readonly HtpasswdEntry[]
   readonly #tokens: readonly Buffer[]
+  readonly #required: boolean
   readonly #ok = new Map<string, number>()
 
   constructor (creds: Credentials) {
-    this.#users = creds.users.map((u) => {
-      const i = u.indexOf(':')
-      return { name: u.slice(0, i), hash: u.slice(i + 1) }
-    })
+    // checkAdmin already refused every entry parseEntry refuses; one that slips
+    // through anyway is left out, so nobody can log in as that user
+    this.#users = creds.users.map((u) => parseEntry(u)).filter((e): e is HtpasswdEntry => typeof e !== 'string')
     this.#tokens = creds.tokens.map((t) => sha256(t))
+    // counted before that filter: configured users still mean the listener needs auth
+    this.#required = creds.users.length > 0 || creds.tokens.length > 0
   }
 
   get required (): boolean {
-    return this.#users.length > 0 || this.#tokens.length > 0
+    return this.#required
   }
 
   /** The user name ("" for a token) when `authorization` is valid, else null. */
   check (authorization: string | undefined): string | null {
     if (authorization === undefined) return null
-    const key = sha256(authorization).toString('hex')
-    const until = this.#ok.get(key)
-    const now = Date.now()
     const m = /^(Basic|Bearer)\s+(\S+)\s*$/i.exec(authorization)
     if (m === null) return null
-    let user: string | null = null
     if (m[1]!.toLowerCase() === 'bearer') {
       const got = sha256(m[2]!)
-      user = this.#tokens.some((t) => timingSafeEqual(t, got)) ? '' : null
-    } else {
-      const text = Buffer.from(m[2]!, 'base64').toString('utf8')
-      const i = text.indexOf(':')
-      if (i < 0) return null
-      const name = text.slice(0, i)
-      const u = this.#users.find((x) => x.name === name)
-      if (u === undefined) return null
-      if (until !== undefined && until > now) return name
-      user = verifyPassword(text.slice(i + 1), u.hash) ? name : null
+      return this.#tokens.some((t) => timingSafeEqual(t, got)) ? '' : null
     }
-    if (user !== null) {
-      if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
-      this.#ok.set(key, now + CACHE_MS)
-    }
-    return user
+    const text = Buffer.from(m[2]!, 'base64').toString('utf8')
+    const i = text.indexOf(':')
+    if (i < 0) return null
+    const name = text.slice(0, i)
+    const u = this.#users.find((x) => x.user === name)
+    if (u === undefined) return null
+    const key = sha256(authorization).toString('hex')
+    const now = Date.now()
+    const until = this.#ok.get(key)
+    if (until !== undefined && until > now) return name
+    if (!verify(u, text.slice(i + 1))) return null
+    if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
+    this.#ok.set(key, now + CACHE_MS)
+    return name
   }
 }
 
@@ -62,13 +61,15 @@ function sha256 (s: string): Buffer {
   return createHash('sha256').update(s).digest()
 }
 
-/** bcrypt ($2a$/$2b$/$2y$) or {SHA} (base64 SHA-1, htpasswd -s). */
-export function verifyPassword (password: string, hash: string): boolean {
-  if (/^\$2[aby]\$/.test(hash)) return bcrypt.compareSync(password, hash.replace(/^\$2y\$/, '$2b$'))
-  if (hash.startsWith('{SHA}')) {
-    const want = Buffer.from(hash.slice(5), 'base64')
-    const got = createHash('sha1').update(password).digest()
-    return want.length === got.length && timingSafeEqual(want, got)
+/**
+ * The password check, synchronous because the listeners call check() inline.
+ * The callers have no try: a hash bcryptjs cannot use (it throws) refuses the
+ * request rather than crashing the process.
+ */
+function verify (u: HtpasswdEntry, password: string): boolean {
+  try {
+    return verifySync(u, password) ?? bcrypt.compareSync(password, u.hash)
+  } catch {
+    return false
   }
-  return false
 }

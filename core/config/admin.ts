@@ -1,6 +1,7 @@
 // Static configuration of the management surfaces: [admin] (config API),
 // [dashboard] (dashboard API, page and /metrics) and [runtime_socket]. All are
 // read at start-up only; changing them needs a restart.
+import { type HashKind, parseEntry } from '../auth/htpasswd.js'
 import { type Checker, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { type HostPort, parseHostPort, resolvePath } from './static.js'
@@ -32,7 +33,10 @@ export interface RuntimeSocketConf {
   readonly path: string
 }
 
+// no blanks in the name or the hash (parseEntry alone would trim the hash)
 const USER = /^[^:\s]+:\S+$/
+/** the kinds [admin] has always taken, as its problem message says; apr1 and MD5-crypt are the basicAuth plugin's */
+const ADMIN_KINDS: readonly HashKind[] = ['bcrypt', 'sha1']
 
 /** 127.0.0.0/8, ::1 (and its IPv4-mapped form) or "localhost". */
 export function isLoopbackHost (host: string): boolean {
@@ -58,8 +62,11 @@ export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminCo
   const users = c.strings(t, 'users', p, d.users)
   users.forEach((u, i) => {
     const hash = u.slice(u.indexOf(':') + 1)
-    // only hashes the authenticator can verify: a plain password here would lock everyone out
-    if (!USER.test(u) || !/^(\$2[aby]\$\d\d\$.{53}|\{SHA\}[A-Za-z0-9+/]{27}=)$/.test(hash)) {
+    // only hashes the authenticator accepts (parsed as it parses them, so a bcrypt
+    // cost it cannot use fails here and not at the first login): a plain password
+    // here would lock everyone out
+    const e = parseEntry(u)
+    if (!USER.test(u) || typeof e === 'string' || !ADMIN_KINDS.includes(e.kind)) {
       c.problem(join(join(p, 'users'), i), '"user:hash" with a bcrypt ($2y$...) or {SHA} hash', u.includes(':') ? `${u.slice(0, u.indexOf(':'))}:<${hash.length} characters>` : '<not user:hash>')
     }
   })
