@@ -36,6 +36,7 @@ async function main (): Promise<void> {
       return
     }
     case 'run': {
+      // for start-up failures only: run() logs at the config's log level
       const log = createLogger('info')
       // SIGHUP's default action kills the process: take it before start-up (which logs
       // "started" before run() returns), and apply one that came early once running
@@ -46,7 +47,7 @@ async function main (): Promise<void> {
         else early = true
       })
       try {
-        const lb = await run(configArg(args), log)
+        const lb = await run(configArg(args))
         reload = () => lb.reload()
         if (early) void lb.reload()
         const stop = (): void => { lb.stop().then(() => process.exit(0), () => process.exit(1)) }

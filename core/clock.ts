@@ -19,8 +19,3 @@ export function startClock (): void {
   timer = setInterval(() => { tick = Date.now() | 0 }, CLOCK_MS)
   timer.unref()
 }
-
-export function stopClock (): void {
-  if (timer !== null) clearInterval(timer)
-  timer = null
-}

@@ -39,11 +39,11 @@ export interface Running {
   stop (): Promise<void>
 }
 
-export async function run (configPath: string, log: Logger = createLogger('info')): Promise<Running> {
+export async function run (configPath: string): Promise<Running> {
   // the config API's state file is overlaid on the TOML before validation, here and on every reload
   let config = await loadConfigAsync(configPath, apiStateOverlay)
   const startedAt = Date.now()
-  log = createLogger(config.global.logLevel)
+  const log = createLogger(config.global.logLevel)
   loadUws() // fail before starting anything when the native binary cannot load
   mkdirSync(config.global.stateDir, { recursive: true })
   const shm = createShm(config.global.workers)

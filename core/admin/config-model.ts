@@ -5,12 +5,11 @@
 // go-openapi's error codes (601 type, 602 required, 605 pattern, 606 enum,
 // 608/609 max/min, 616 forbidden property) and messages.
 import type { Table } from '../config/check.js'
-import type { ServerConf, ServiceConf } from '../config/dynamic.js'
+import { BALANCES, type ServerConf, type ServiceConf } from '../config/dynamic.js'
 import { DEFAULTS } from '../config/defaults.js'
 import { parseHostPort } from '../config/static.js'
 
-export const ALGORITHMS = ['roundrobin', 'leastconn', 'source'] as const
-/** The swagger enum; values outside ALGORITHMS are valid HAProxy algorithms this balancer does not implement. */
+/** The swagger enum; values outside BALANCES (our balance option) are valid HAProxy algorithms this balancer does not implement. */
 const DPAPI_ALGORITHMS = ['roundrobin', 'static-rr', 'leastconn', 'first', 'source', 'uri', 'url_param', 'hdr', 'random', 'rdp-cookie', 'hash']
 const NAME = /^[A-Za-z0-9-_.:]+$/
 
@@ -141,8 +140,8 @@ export function backendTable (body: unknown, previous: Table | null): { name: st
     if (b !== null) {
       s.allowed(b, 'balance', ['algorithm'])
       algorithm = s.enum(b, 'algorithm', 'balance', DPAPI_ALGORITHMS, true)
-      if (algorithm !== undefined && !(ALGORITHMS as readonly string[]).includes(algorithm)) {
-        s.add(606, `balance.algorithm in body should be one of [${ALGORITHMS.join(' ')}] (${algorithm} is not supported)`)
+      if (algorithm !== undefined && !(BALANCES as readonly string[]).includes(algorithm)) {
+        s.add(606, `balance.algorithm in body should be one of [${BALANCES.join(' ')}] (${algorithm} is not supported)`)
         algorithm = undefined
       }
     }

@@ -27,8 +27,6 @@ export class ApiError extends Error {
 export interface Draft {
   /** effective [services] tables by name (copies: edit freely) */
   readonly services: Record<string, Table>
-  /** names the TOML itself defines */
-  readonly tomlNames: ReadonlySet<string>
   /** marks a backend as written by the API (table) or deleted (null) */
   set (name: string, table: Table | null): void
 }
@@ -37,7 +35,7 @@ export class ConfigStore {
   readonly #file: string
   readonly #apply: (c: Config) => Promise<string[]>
   readonly #log: Logger
-  #path: string
+  readonly #path: string
   #state: ApiState
   #queue: Promise<unknown> = Promise.resolve()
 
@@ -51,7 +49,6 @@ export class ConfigStore {
   }
 
   get version (): number { return this.#state.version }
-  get path (): string { return this.#path }
   /** names of backends the API owns (created or replaced through it) */
   apiOwned (name: string): boolean { return this.#state.backends[name] != null }
 
@@ -71,10 +68,10 @@ export class ConfigStore {
 
   /**
    * Runs `change` under the write lock. `version` (when given) must equal the
-   * current one. Resolves with change's result once the new configuration is
+   * current one. Resolves with the new version once the new configuration is
    * persisted and applied; rejects with an ApiError otherwise.
    */
-  update<T> (version: number | undefined, change: (d: Draft) => T): Promise<{ result: T, version: number }> {
+  update (version: number | undefined, change: (d: Draft) => void): Promise<{ version: number }> {
     const run = this.#queue.then(async () => {
       const current = this.#state
       if (version !== undefined && version !== current.version) {
@@ -87,7 +84,6 @@ export class ConfigStore {
       const backends: Record<string, Table | null> = { ...current.backends }
       const draft: Draft = {
         services,
-        tomlNames: new Set(Object.keys(tomlServices)),
         set: (name, table) => {
           if (table === null) {
             delete services[name]
@@ -99,7 +95,7 @@ export class ConfigStore {
           }
         },
       }
-      const result = change(draft)
+      change(draft)
       const next: ApiState = { version: current.version + 1, backends }
       let config: Config
       try {
@@ -121,7 +117,7 @@ export class ConfigStore {
         throw new ApiError(500, `the configuration could not be applied: ${(err as Error).message}`)
       }
       if (errors.length > 0) this.#log.error('config API change rejected by some workers', { errors })
-      return { result, version: next.version }
+      return { version: next.version }
     })
     this.#queue = run.catch(() => undefined)
     return run

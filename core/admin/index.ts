@@ -18,7 +18,6 @@ import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
 
 
 export interface Management {
-  readonly store: ConfigStore
   /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
   attachGen (stats: () => GenStats): void
   close (): Promise<void>
@@ -76,5 +75,5 @@ export async function startManagement (base: Base): Promise<Management> {
     throw err
   }
   ctx.log.info('management started', { config_version: store.version })
-  return { store, close, attachGen: (stats) => metrics?.attachGen(stats) }
+  return { close, attachGen: (stats) => metrics?.attachGen(stats) }
 }

@@ -142,8 +142,4 @@ export class Supervisor {
     await Promise.all(exits)
     clearTimeout(timer)
   }
-
-  get workerThreadIds (): number[] {
-    return this.#slots.map((s) => s.worker?.threadId ?? -1)
-  }
 }
