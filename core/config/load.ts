@@ -71,43 +71,46 @@ function generateService (c: Checker, s: ServiceConf, g: GenerationConf): Servic
   return { ...s, servers: [runner] }
 }
 
-export function parseConfig (text: string, file = '', overlay?: RawOverlay): Config {
-  let raw: unknown
+/** The text of a config file (`file` already resolved); LB_ERR_CONFIG_READ when it cannot be read. */
+export function readConfigText (file: string): string {
   try {
-    raw = toml.parse(text)
+    return readFileSync(file, 'utf8')
+  } catch (err) {
+    throw lbError('LB_ERR_CONFIG_READ', { file, reason: (err as Error).message })
+  }
+}
+
+/** Parsed TOML; LB_ERR_CONFIG_PARSE, with the line and column when known, on a syntax error. */
+export function parseToml (text: string, file = ''): unknown {
+  try {
+    return toml.parse(text)
   } catch (err) {
     const e = err as { message: string, location?: { start?: { line: number, column: number } } }
     const at = e.location?.start
     const where = at !== undefined ? ` (line ${at.line}, column ${at.column})` : ''
     throw lbError('LB_ERR_CONFIG_PARSE', { file: file === '' ? '<config>' : file, reason: e.message + where })
   }
+}
+
+export function parseConfig (text: string, file = '', overlay?: RawOverlay): Config {
+  const raw = parseToml(text, file)
   return buildConfig(overlay === undefined ? raw : overlay(raw, file), file)
 }
 
 export function loadConfig (path: string, overlay?: RawOverlay): Config {
   const file = resolve(path)
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    throw lbError('LB_ERR_CONFIG_READ', { file, reason: (err as Error).message })
-  }
-  return parseConfig(text, file, overlay)
+  return parseConfig(readConfigText(file), file, overlay)
 }
 
 /**
  * loadConfig, after importing the third-party plugin modules that the file's
- * middlewares name (import() is async; validation stays sync). Read and
- * syntax errors are left for loadConfig to report.
+ * middlewares name (import() is async; validation stays sync). The file is
+ * read and parsed once; the plugin types come from the TOML as written, before
+ * the overlay.
  */
 export async function loadConfigAsync (path: string, overlay?: RawOverlay): Promise<Config> {
   const file = resolve(path)
-  let raw: unknown = null
-  try {
-    raw = toml.parse(readFileSync(file, 'utf8'))
-  } catch {
-    // reported by loadConfig below
-  }
+  const raw = parseToml(readConfigText(file), file)
   await loadPluginModules(middlewareTypes(raw), dirname(file))
-  return loadConfig(path, overlay)
+  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file)
 }
