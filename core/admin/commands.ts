@@ -3,7 +3,8 @@
 // commands write the shared-memory words (S_ADMIN, S_WEIGHT) and bump the
 // service's state version, so every worker's balancer sees the change at its
 // next pick; the slots keep these words across reloads, so changes survive one
-// (weight is reset only when the config's weight for that server changes).
+// (core/control/slots.ts resets the weight only when the config's weight for
+// that server changes, and the admin state only when its maintenance flag does).
 import type { ServerConf, ServiceConf } from '../config/dynamic.js'
 import { ADMIN_DRAIN, ADMIN_MAINT, ADMIN_READY, S_ADMIN, S_WEIGHT, serverBase } from '../shm/layout.js'
 import { bumpServiceState } from '../shm/server-state.js'
@@ -39,9 +40,18 @@ function target (ctx: AdminContext, arg: string | undefined): Target | string {
   return { svc, srv, slot, serviceSlot }
 }
 
+/**
+ * Writes a server's admin state (ADMIN_READY, ADMIN_DRAIN or ADMIN_MAINT) and
+ * bumps its service's state version so the workers' balancers see it. Shared
+ * with the config API's runtime/servers, so both surfaces change it the same way.
+ */
+export function storeAdminState (ctx: AdminContext, slot: number, serviceSlot: number, state: number): void {
+  Atomics.store(ctx.shm.i32, serverBase(slot) + S_ADMIN, state)
+  bumpServiceState(ctx.shm.i32, serviceSlot)
+}
+
 function setAdmin (ctx: AdminContext, t: Target, state: number): void {
-  Atomics.store(ctx.shm.i32, serverBase(t.slot) + S_ADMIN, state)
-  bumpServiceState(ctx.shm.i32, t.serviceSlot)
+  storeAdminState(ctx, t.slot, t.serviceSlot, state)
   ctx.log.info('runtime: server state changed', { service: t.svc.name, server: t.srv.name, state: ['ready', 'drain', 'maint'][state] })
 }
 

@@ -1,7 +1,8 @@
 // What the management surfaces see of the running balancer (core/main.ts
 // Running plus a few facts of their own). They read the applied config and
 // shared memory; they change things only through apply() (config) or the shm
-// server words (runtime socket), never by messaging workers themselves.
+// server words (the runtime socket's commands and the config API's
+// runtime/servers), never by messaging workers themselves.
 import type { Config } from '../config/load.js'
 import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'

@@ -176,7 +176,7 @@ export function createMetrics (ctx: AdminContext): Metrics {
     return [...by].map(([service, v]): [Labels, number] => [{ service }, v])
   })
   const checked = (): ReturnType<typeof servers> => servers().filter((s) => s.srv.check)
-  pull('gauge', 'lb_server_check_up', 'Active health check verdict (rise/fall applied): 1 = up, 0 = down.', ['service', 'server'],
+  pull('gauge', 'lb_server_check_up', 'Whether a health-checked server is healthy: 1 = up, 0 = down (active check, rise/fall applied, or passively marked down).', ['service', 'server'],
     () => checked().map((s) => [s.labels, serverView(ctx, s.svc, s.srv).healthy ? 1 : 0]))
   pull('gauge', 'lb_server_check_success', 'Whether the last health check passed (1) or failed (0).', ['service', 'server'],
     () => checked().map((s) => [s.labels, ['L7OK', 'L4OK'].includes(serverView(ctx, s.svc, s.srv).checkStatus) ? 1 : 0]))
