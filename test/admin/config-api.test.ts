@@ -177,4 +177,13 @@ test('config API: authentication, and a non-loopback address without it is refus
   }
   assert.match(out, /admin\.users\[0\]: expected "user:hash" with a bcrypt \(\$2y\$\.\.\.\) or \{SHA\} hash, found "admin:<9 characters>"/)
   assert.doesNotMatch(out, /plaintext/, 'the password is not echoed')
+  // a bcrypt hash whose cost bcrypt cannot use (4-31) is refused here, not at the first login
+  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nusers = ["admin:$2b$99$${'a'.repeat(53)}"]\n`)
+  out = ''
+  try {
+    execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
+  } catch (err) {
+    out = String((err as { stderr: string }).stderr)
+  }
+  assert.match(out, /admin\.users\[0\]: expected "user:hash" with a bcrypt/)
 })
