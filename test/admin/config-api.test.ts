@@ -159,31 +159,24 @@ test('config API: authentication, and a non-loopback address without it is refus
 
   // `lb check` refuses an unauthenticated admin listener on a non-loopback address, and a dashboard needing missing credentials
   const file = join(a.lb.dir, 'open.toml')
-  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nenabled = true\naddress = "0.0.0.0:5555"\n[dashboard]\napi = true\n`)
-  let out = ''
-  try {
-    execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
-  } catch (err) {
-    out = String((err as { stderr: string }).stderr)
+  /** `lb check` of `text`: its stderr ('' when the file is valid) */
+  const check = (text: string): string => {
+    writeFileSync(file, text)
+    try {
+      execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
+      return ''
+    } catch (err) {
+      return String((err as { stderr: string }).stderr)
+    }
   }
+  const base = simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')
+  let out = check(`${base}\n[admin]\nenabled = true\naddress = "0.0.0.0:5555"\n[dashboard]\napi = true\n`)
   assert.match(out, /admin\.address: 0\.0\.0\.0 is not a loopback address and \[admin\] has no users or tokens/)
   assert.match(out, /dashboard: authentication is required \(insecure = false\) but \[admin\] has no users or tokens/)
-  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nusers = ["admin:plaintext"]\n`)
-  out = ''
-  try {
-    execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
-  } catch (err) {
-    out = String((err as { stderr: string }).stderr)
-  }
+  out = check(`${base}\n[admin]\nusers = ["admin:plaintext"]\n`)
   assert.match(out, /admin\.users\[0\]: expected "user:hash" with a bcrypt \(\$2y\$\.\.\.\) or \{SHA\} hash, found "admin:<9 characters>"/)
   assert.doesNotMatch(out, /plaintext/, 'the password is not echoed')
   // a bcrypt hash whose cost bcrypt cannot use (4-31) is refused here, not at the first login
-  writeFileSync(file, `${simpleConfig(['127.0.0.1:1']).replace('{{PORT}}', '1')}\n[admin]\nusers = ["admin:$2b$99$${'a'.repeat(53)}"]\n`)
-  out = ''
-  try {
-    execFileSync(process.execPath, [CLI, 'check', '-c', file], { encoding: 'utf8', stdio: 'pipe' })
-  } catch (err) {
-    out = String((err as { stderr: string }).stderr)
-  }
+  out = check(`${base}\n[admin]\nusers = ["admin:$2b$99$${'a'.repeat(53)}"]\n`)
   assert.match(out, /admin\.users\[0\]: expected "user:hash" with a bcrypt/)
 })
