@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
 import { loadConfigAsync } from './config/load.js'
+import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
 import { type Management, startManagement } from './admin/index.js'
@@ -67,7 +68,7 @@ export async function run (configPath: string): Promise<Running> {
   log.info('started', {
     config: config.file,
     workers: config.global.workers,
-    entrypoints: config.entrypoints.map((e) => `${e.name}=${e.protocol}://${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`),
+    entrypoints: config.entrypoints.map((e) => `${e.name}=${e.protocol}://${formatHostPort(e.host, e.port)}`),
   })
 
   // reloads and API changes are applied one at a time, in order

@@ -6,6 +6,7 @@
 // X-Next-Page; errors are {"message"} as text/plain, as Traefik's http.Error.
 import type { Config } from '../config/load.js'
 import type { ServiceConf } from '../config/dynamic.js'
+import { formatHostPort } from '../config/static.js'
 import type { AdminContext } from './context.js'
 import { VERSION } from './context.js'
 import type { Answer, Request, Route, Surface } from './http-server.js'
@@ -140,7 +141,7 @@ function one (items: Obj[], id: string, kind: string): Answer {
 function entrypoints (config: Config): Obj[] {
   const t = config.timeouts
   return config.entrypoints.map((e) => ({
-    address: `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`,
+    address: formatHostPort(e.host, e.port),
     transport: {
       lifeCycle: { graceTimeOut: `${config.global.drainTimeoutMs}ms` },
       respondingTimeouts: { readTimeout: `${t.clientMs}ms`, idleTimeout: '10s' },

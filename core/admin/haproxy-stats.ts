@@ -8,10 +8,11 @@ import { hostname } from 'node:os'
 import type { ServiceConf } from '../config/dynamic.js'
 import {
   C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
-  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, H_CONN_ACTIVE, S_CHECK, S_STREAK, CHECK_UP, T_BYTES_IN, T_BYTES_OUT, serverBase,
+  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, sumTimeBlock } from '../shm/request-stats.js'
+import { isMappedV4 } from '../net/ip.js'
 import type { AdminContext } from './context.js'
 import { VERSION } from './context.js'
 import { serverView } from './server-view.js'
@@ -79,10 +80,12 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     const iid = i + 1
     if (!want(ep.name, iid, TYPE_FE)) return
     const row = sumTimeBlock(shm, epRow(i))
+    // the duration buckets, +Inf included, count every request once
+    const requests = row.subarray(0, T_SUM).reduce((n, x) => n + x, 0)
     lines.push(csvLine({
       pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
       stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
-      req_tot: epRequests(ctx, i), mode: 'http', proto: 'http',
+      req_tot: requests, mode: 'http', proto: 'http',
       ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),
     }))
   })
@@ -97,18 +100,25 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       const slot = v.slot
       const sum = (id: number): number => (slot < 0 ? 0 : sumServer(shm, slot, id))
       const h = [0, 1, 2, 3, 4].map((x) => sum(C_RESP_1XX + x))
+      // each counter is summed over the stripes once, for both this server's line and the backend's
+      const selected = sum(C_SELECTED)
+      const bytesIn = sum(C_BYTES_IN)
+      const bytesOut = sum(C_BYTES_OUT)
+      const connErr = sum(C_CONN_ERR)
+      const respErr = sum(C_RESP_ERR)
+      const retries = sum(C_RETRIES)
       const usable = v.healthy && v.admin === 'ready' && v.weight > 0
       if (usable) { act++; totals.weight += v.weight }
-      totals = { ...totals, inflight: totals.inflight + v.inflight, lbtot: totals.lbtot + sum(C_SELECTED), bin: totals.bin + sum(C_BYTES_IN), bout: totals.bout + sum(C_BYTES_OUT), econ: totals.econ + sum(C_CONN_ERR), eresp: totals.eresp + sum(C_RESP_ERR), wretr: totals.wretr + sum(C_RETRIES), h: totals.h.map((x, j) => x + h[j]!) }
+      totals = { ...totals, inflight: totals.inflight + v.inflight, lbtot: totals.lbtot + selected, bin: totals.bin + bytesIn, bout: totals.bout + bytesOut, econ: totals.econ + connErr, eresp: totals.eresp + respErr, wretr: totals.wretr + retries, h: totals.h.map((x, j) => x + h[j]!) }
       if (!want(svc.name, iid, TYPE_SV) || (f.sid !== -1 && f.sid !== k + 1)) return
       if (f.up && v.status !== 'UP' && v.status !== 'no check') return
       if (f.noMaint && v.admin === 'maint') return
       const hc = svc.healthCheck
       const health = v.healthy ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
       lines.push(csvLine({
-        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: '', slim: '', stot: sum(C_SELECTED), bin: sum(C_BYTES_IN), bout: sum(C_BYTES_OUT),
-        dresp: 0, econ: sum(C_CONN_ERR), eresp: sum(C_RESP_ERR), wretr: sum(C_RETRIES), wredis: 0, status: v.status, weight: v.weight,
-        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, chkdown: v.downCount } : {}), lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: sum(C_SELECTED),
+        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: '', slim: '', stot: selected, bin: bytesIn, bout: bytesOut,
+        dresp: 0, econ: connErr, eresp: respErr, wretr: retries, wredis: 0, status: v.status, weight: v.weight,
+        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, chkdown: v.downCount } : {}), lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
         type: 2, ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
         hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: 0,
         addr: srv.path !== '' ? `unix:${srv.path}` : `${srv.host}:${srv.port}`, mode: 'http', uweight: v.weight, srid: k + 1,
@@ -123,13 +133,6 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     }))
   })
   return lines
-}
-
-function epRequests (ctx: AdminContext, i: number): number {
-  let n = 0
-  const b = sumTimeBlock(ctx.shm, epRow(i))
-  for (let k = 0; k < 12; k++) n += b[k]!
-  return n
 }
 
 function classTotals (ctx: AdminContext): Row {
@@ -184,14 +187,11 @@ export function showServersState (ctx: AdminContext, backend: string | null): st
 function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): string[] {
   return svc.servers.map((srv, k) => {
     const v = serverView(ctx, svc, srv)
-    const b = serverBase(Math.max(v.slot, 0))
     // srv_admin_state bits: 0x01 forced maint, 0x04 config maint, 0x08 forced drain
     const adminBits = v.admin === 'maint' ? (srv.maintenance ? 0x04 : 0x01) : v.admin === 'drain' ? 0x08 : 0
     const opState = v.healthy ? (v.admin === 'drain' ? 3 : 2) : 0
-    const checkUp = Atomics.load(ctx.shm.i32, b + S_CHECK) === CHECK_UP
     const hc = svc.healthCheck
-    const streak = Atomics.load(ctx.shm.i32, b + S_STREAK)
-    const health = checkUp ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, streak))
+    const health = v.checkUp ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
     const result = !srv.check ? 0 : v.checkStatus === 'L7OK' ? 3 : v.checkStatus === 'UNK' ? 0 : 2
     const checkState = srv.check ? 6 : 0 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
     const addr = srv.path !== '' ? srv.path : srv.host
@@ -211,7 +211,7 @@ function hexAddr (hex: string): string {
   }
   const words = a.match(/.{8}/g)!.map((w) => Buffer.from(w, 'hex').reverse())
   const b = Buffer.concat(words)
-  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}:${port}`
+  if (isMappedV4(b)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}:${port}`
   const groups: string[] = []
   for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16))
   return `[${groups.join(':')}]:${port}`

@@ -4,6 +4,7 @@
 // start-up fail (a port in use must not go unnoticed).
 import type http from 'node:http'
 import type net from 'node:net'
+import { formatHostPort } from '../config/static.js'
 import { lbError } from '../errors.js'
 import { Authenticator } from './auth.js'
 import { configApi } from './config-api.js'
@@ -40,7 +41,7 @@ export async function startManagement (base: Base): Promise<Management> {
       throw lbError('LB_ERR_ADMIN_LISTEN', { address: `${host}:${port}`, surface: name, reason: (err as Error).message })
     }
     closers.push(() => closeListener(server))
-    ctx.log.info('management listener started', { surface: name, address: `${host.includes(':') ? `[${host}]` : host}:${port}`, auth: auth !== null })
+    ctx.log.info('management listener started', { surface: name, address: formatHostPort(host, port), auth: auth !== null })
   }
   try {
     const auth = new Authenticator(conf.admin)

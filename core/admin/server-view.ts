@@ -2,6 +2,7 @@
 // uses: Data Plane API admin/operational state, HAProxy stats status, Traefik
 // UP/DOWN. The single place that interprets the S_* words for display.
 import type { ServerConf, ServiceConf } from '../config/dynamic.js'
+import { formatHostPort } from '../config/static.js'
 import {
   ADMIN_DRAIN, ADMIN_MAINT, C_INFLIGHT, CHECK_STATUS, CHECK_UP, S_ADMIN, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS,
   S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
@@ -14,6 +15,8 @@ export interface ServerView {
   readonly admin: 'ready' | 'drain' | 'maint'
   /** passes checks (or is not checked) and is not passively marked down */
   readonly healthy: boolean
+  /** the health checker's verdict alone (no check = up), before passive marking */
+  readonly checkUp: boolean
   readonly operational: 'up' | 'down' | 'stopping'
   /** HAProxy `show stat` status column */
   readonly status: string
@@ -55,6 +58,7 @@ export function serverView (ctx: AdminContext, svc: ServiceConf, srv: ServerConf
     slot,
     admin,
     healthy,
+    checkUp,
     operational: !healthy ? 'down' : admin === 'drain' ? 'stopping' : 'up',
     status,
     traefik: healthy && admin !== 'maint' ? 'UP' : 'DOWN',
@@ -72,5 +76,5 @@ export function serverView (ctx: AdminContext, svc: ServiceConf, srv: ServerConf
 
 /** "http://host:port" or "unix:/path" for Traefik-style server URLs and metric labels. */
 export function serverUrl (srv: ServerConf): string {
-  return srv.path !== '' ? `unix:${srv.path}` : `http://${srv.host.includes(':') ? `[${srv.host}]` : srv.host}:${srv.port}`
+  return srv.path !== '' ? `unix:${srv.path}` : `http://${formatHostPort(srv.host, srv.port)}`
 }

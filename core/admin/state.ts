@@ -8,9 +8,9 @@
 // leaves either the old or the new file, never a torn one, and a write is
 // acknowledged to the client only after its rename is durable.
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs'
-import { dirname, isAbsolute, resolve } from 'node:path'
+import { dirname } from 'node:path'
 import { DEFAULTS } from '../config/defaults.js'
-import type { Table } from '../config/check.js'
+import { type Table, resolvePath } from '../config/check.js'
 import { lbError } from '../errors.js'
 
 export const STATE_FORMAT = 1
@@ -32,9 +32,9 @@ export function statePathFromRaw (raw: unknown, file: string): string {
   const g = isTable(raw) && isTable(raw.global) ? raw.global : {}
   const a = isTable(raw) && isTable(raw.admin) ? raw.admin : {}
   const sd = typeof g.state_dir === 'string' ? g.state_dir : DEFAULTS.global.stateDir
-  const stateDir = isAbsolute(sd) ? sd : resolve(baseDir, sd)
+  const stateDir = resolvePath(baseDir, sd)
   const sf = typeof a.state_file === 'string' ? a.state_file : DEFAULTS.admin.stateFile
-  return isAbsolute(sf) ? sf : resolve(stateDir, sf)
+  return resolvePath(stateDir, sf)
 }
 
 /** Reads the state file; a missing file is the empty state, a damaged one an error (never silently dropped). */

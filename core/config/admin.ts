@@ -5,7 +5,7 @@ import { type HashKind, parseEntry } from '../auth/htpasswd.js'
 import { type Checker, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { type HostPort, parseHostPort, resolvePath } from './static.js'
-import { parseIp } from '../net/ip.js'
+import { isMappedV4, parseIp } from '../net/ip.js'
 
 export interface Credentials {
   /** "user:hash" entries (bcrypt or {SHA}) for basic auth */
@@ -43,8 +43,7 @@ export function isLoopbackHost (host: string): boolean {
   if (host === 'localhost') return true
   const ip = parseIp(host)
   if (ip === null) return false
-  const mapped = ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff
-  if (mapped) return ip[12] === 127
+  if (isMappedV4(ip)) return ip[12] === 127
   return ip.subarray(0, 15).every((b) => b === 0) && ip[15] === 1
 }
 

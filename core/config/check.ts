@@ -3,6 +3,8 @@
 // or a zero value) and records a problem naming the key path, what was expected
 // and what was found, so one load reports every problem at once.
 
+import { isAbsolute, resolve } from 'node:path'
+
 export type Table = Record<string, unknown>
 
 export function describe (v: unknown): string {
@@ -19,6 +21,15 @@ export function join (path: string, key: string | number): string {
   if (typeof key === 'number') return `${path}[${key}]`
   const k = /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key)
   return path === '' ? k : `${path}.${k}`
+}
+
+/**
+ * A configured path relative to baseDir (the config file's folder, or the
+ * state folder). It lives here rather than in static.ts because tls.ts needs
+ * it and static.ts imports tls.ts.
+ */
+export function resolvePath (baseDir: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(baseDir, p)
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/

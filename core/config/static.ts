@@ -1,8 +1,7 @@
 // Static configuration: read at start-up; a reload that changes it is refused
 // for these keys (they need a restart) and the running values stay.
 import { availableParallelism } from 'node:os'
-import { isAbsolute, resolve } from 'node:path'
-import { type Checker, type Table, join } from './check.js'
+import { type Checker, type Table, join, resolvePath } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import type { ServiceConf } from './dynamic.js'
 import { type TlsConf, checkTls } from './tls.js'
@@ -59,9 +58,13 @@ export function parseHostPort (s: string): HostPort | null {
   return { host: m[1] ?? m[2]!, port }
 }
 
-export function resolvePath (baseDir: string, p: string): string {
-  return isAbsolute(p) ? p : resolve(baseDir, p)
+/** The inverse of parseHostPort: an IPv6 host is bracketed so its colons are not read as the port's. */
+export function formatHostPort (host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`
 }
+
+// plugins and admin.ts import it from here
+export { resolvePath }
 
 export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalConf {
   const p = 'global'

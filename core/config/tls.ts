@@ -7,9 +7,8 @@
 // picks up rotated certificates without restarting anything.
 import { X509Certificate, createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { isAbsolute, resolve } from 'node:path'
 import { type SecureContextOptions, createSecureContext } from 'node:tls'
-import { type Checker, type Table, join } from './check.js'
+import { type Checker, type Table, join, resolvePath } from './check.js'
 import { DEFAULTS } from './defaults.js'
 
 export interface SniConf {
@@ -50,11 +49,6 @@ export function certificateHosts (pem: string): string[] {
   return cn !== undefined && HOST.test(cn) ? [cn] : []
 }
 
-/** A path relative to the config file's folder. */
-function abs (baseDir: string, p: string): string {
-  return isAbsolute(p) ? p : resolve(baseDir, p)
-}
-
 function readPem (c: Checker, path: string, file: string, what: string): string {
   try {
     const text = readFileSync(file, 'latin1')
@@ -79,8 +73,8 @@ function checkPair (c: Checker, t: Table, path: string, baseDir: string): { cert
   const certRel = c.string(t, 'cert', path)
   const keyRel = c.string(t, 'key', path)
   if (certRel === '' || keyRel === '') return { cert: '', key: '', certPem: '' }
-  const cert = abs(baseDir, certRel)
-  const key = abs(baseDir, keyRel)
+  const cert = resolvePath(baseDir, certRel)
+  const key = resolvePath(baseDir, keyRel)
   const certPem = readPem(c, join(path, 'cert'), cert, 'certificate')
   const keyPem = readPem(c, join(path, 'key'), key, 'private key')
   if (certPem !== '' && keyPem !== '') tryContext(c, path, { cert: certPem, key: keyPem })
@@ -91,7 +85,7 @@ export function checkTls (c: Checker, raw: unknown, path: string, baseDir: strin
   const t = c.table(raw, path, ['cert', 'key', 'ca', 'ciphers', 'sni'])
   const { cert, key } = checkPair(c, t, path, baseDir)
   const caRel = c.string(t, 'ca', path, '')
-  const ca = caRel === '' ? '' : abs(baseDir, caRel)
+  const ca = caRel === '' ? '' : resolvePath(baseDir, caRel)
   if (ca !== '') {
     const pem = readPem(c, join(path, 'ca'), ca, 'CA certificate')
     // OpenSSL skips PEM blocks that are not certificates: a bundle without one would refuse every client

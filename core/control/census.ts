@@ -17,7 +17,7 @@ import { closeSync, openSync, readSync } from 'node:fs'
 import { isIPv4 } from 'node:net'
 import type { EntryPointConf } from '../config/static.js'
 import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
-import { parseIp } from '../net/ip.js'
+import { isMappedV4, parseIp } from '../net/ip.js'
 
 export const CENSUS_MS = 1_000
 const CENSUS_MAX_MS = 10_000
@@ -77,7 +77,7 @@ function keysFor (ep: EntryPointConf): string[] {
   const port = ep.port.toString(16).toUpperCase().padStart(4, '0')
   const ip = parseIp(ep.host)
   if (ip === null) return [`*:${port}`]
-  const mapped = ip.subarray(0, 10).every((b) => b === 0) && ip[10] === 0xff && ip[11] === 0xff
+  const mapped = isMappedV4(ip)
   const addr = mapped ? ip.subarray(12) : ip
   if (addr.every((b) => b === 0)) return [`*:${port}`]
   // an IPv4 address appears in tcp (8 hex digits) and, on dual-stack sockets, in tcp6 as ::ffff:a.b.c.d

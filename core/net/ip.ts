@@ -33,11 +33,15 @@ export function parseIp (s: string): Uint8Array | null {
   return out
 }
 
+/** True for an IPv4-mapped IPv6 address (::ffff:a.b.c.d), the 16-byte form parseIp gives IPv4. */
+export function isMappedV4 (b: Uint8Array): boolean {
+  for (let i = 0; i < 10; i++) if (b[i] !== 0) return false
+  return b[10] === 0xff && b[11] === 0xff
+}
+
 /** Canonical text: dotted IPv4 for IPv4 and IPv4-mapped addresses, compressed IPv6 otherwise. */
 export function formatIp (b: Uint8Array): string {
-  let mapped = b[10] === 0xff && b[11] === 0xff
-  for (let i = 0; i < 10 && mapped; i++) if (b[i] !== 0) mapped = false
-  if (mapped) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
+  if (isMappedV4(b)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
   const g: number[] = []
   for (let i = 0; i < 16; i += 2) g.push((b[i]! << 8) | b[i + 1]!)
   // longest run of zero groups (length >= 2) becomes "::" (RFC 5952)
@@ -96,9 +100,7 @@ export function allowList (cidrs: readonly Cidr[]): (ip: string) => boolean {
   const v4: number[] = [] // [net, mask, ...] of CIDRs inside ::ffff:0:0/96
   let allV4 = true
   for (const c of cidrs) {
-    let mapped = c.bits >= 96 && c.bytes[10] === 0xff && c.bytes[11] === 0xff
-    for (let i = 0; i < 10 && mapped; i++) if (c.bytes[i] !== 0) mapped = false
-    if (!mapped) {
+    if (c.bits < 96 || !isMappedV4(c.bytes)) {
       allV4 = false
       continue
     }

@@ -2,24 +2,19 @@
 // PROXY command over TCP. The mTLS terminator (core/worker/tls-terminator.ts)
 // sends it first on each connection it hands to a worker, so that worker's uWS
 // app (which parses it: getProxiedRemoteAddress) knows the real client address.
-import { parseIp } from './ip.js'
+import { isMappedV4, parseIp } from './ip.js'
 
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
 const V2_PROXY = 0x21
 const TCP4 = 0x11
 const TCP6 = 0x21
 
-function isMapped (ip: Uint8Array): boolean {
-  for (let i = 0; i < 10; i++) if (ip[i] !== 0) return false
-  return ip[10] === 0xff && ip[11] === 0xff
-}
-
 /** The header for a connection from src:srcPort to dst:dstPort; IPv4 when both ends are IPv4 (or IPv4-mapped). */
 export function proxyV2Header (src: string, srcPort: number, dst: string, dstPort: number): Buffer {
   const s = parseIp(src)
   const d = parseIp(dst)
   if (s === null || d === null) throw new Error(`not IP addresses: ${src}, ${dst}`)
-  const v4 = isMapped(s) && isMapped(d)
+  const v4 = isMappedV4(s) && isMappedV4(d)
   const addrLen = v4 ? 12 : 36
   const out = Buffer.alloc(16 + addrLen)
   SIGNATURE.copy(out, 0)
