@@ -6,8 +6,8 @@
 // (core/control/slots.ts resets the weight only when the config's weight for
 // that server changes, and the admin state only when its maintenance flag does).
 import type { ServerConf, ServiceConf } from '../config/dynamic.js'
-import { ADMIN_DRAIN, ADMIN_MAINT, ADMIN_READY, S_ADMIN, S_WEIGHT, serverBase } from '../shm/layout.js'
-import { bumpServiceState } from '../shm/server-state.js'
+import { ADMIN_MAINT, ADMIN_READY, ADMIN_STATES, S_WEIGHT, serverBase } from '../shm/layout.js'
+import { bumpServiceState, setAdminState } from '../shm/server-state.js'
 import type { AdminContext } from './context.js'
 import { ALL_STATS, type StatFilter, showInfo, showServersState, showSess, showStat } from './haproxy-stats.js'
 
@@ -40,19 +40,9 @@ function target (ctx: AdminContext, arg: string | undefined): Target | string {
   return { svc, srv, slot, serviceSlot }
 }
 
-/**
- * Writes a server's admin state (ADMIN_READY, ADMIN_DRAIN or ADMIN_MAINT) and
- * bumps its service's state version so the workers' balancers see it. Shared
- * with the config API's runtime/servers, so both surfaces change it the same way.
- */
-export function storeAdminState (ctx: AdminContext, slot: number, serviceSlot: number, state: number): void {
-  Atomics.store(ctx.shm.i32, serverBase(slot) + S_ADMIN, state)
-  bumpServiceState(ctx.shm.i32, serviceSlot)
-}
-
 function setAdmin (ctx: AdminContext, t: Target, state: number): void {
-  storeAdminState(ctx, t.slot, t.serviceSlot, state)
-  ctx.log.info('runtime: server state changed', { service: t.svc.name, server: t.srv.name, state: ['ready', 'drain', 'maint'][state] })
+  setAdminState(ctx.shm.i32, t.slot, t.serviceSlot, state)
+  ctx.log.info('runtime: server state changed', { service: t.svc.name, server: t.srv.name, state: ADMIN_STATES[state] })
 }
 
 /** HAProxy's weight syntax: absolute 0..256, or "N%" of the initial (config) weight, capped at 256. */
@@ -113,11 +103,9 @@ export const COMMANDS: readonly Command[] = [
     words: ['set', 'server'], usage: 'set server <bk>/<srv> [state|weight] <value>', help: 'change a server\'s state (ready|drain|maint) or weight', mutates: true,
     handler: onServer((ctx, t, args) => {
       if (args[0] === 'state') {
-        const st = args[1]
-        if (st === 'ready') setAdmin(ctx, t, ADMIN_READY)
-        else if (st === 'drain') setAdmin(ctx, t, ADMIN_DRAIN)
-        else if (st === 'maint') setAdmin(ctx, t, ADMIN_MAINT)
-        else return ["'set server <srv> state' expects 'ready', 'drain' and 'maint'."]
+        const state = (ADMIN_STATES as readonly string[]).indexOf(args[1] ?? '')
+        if (state < 0) return ["'set server <srv> state' expects 'ready', 'drain' and 'maint'."]
+        setAdmin(ctx, t, state)
         return []
       }
       if (args[0] === 'weight') return setWeight(ctx, t, args[1])

@@ -6,8 +6,8 @@
 // error, 422 schema violation (go-openapi codes 6xx), 415 not JSON.
 import type { Table } from '../config/check.js'
 import type { ServiceConf } from '../config/dynamic.js'
-import { ADMIN_DRAIN, ADMIN_MAINT, ADMIN_READY } from '../shm/layout.js'
-import { storeAdminState } from './commands.js'
+import { ADMIN_STATES } from '../shm/layout.js'
+import { setAdminState } from '../shm/server-state.js'
 import { ApiError, type Draft } from './config-store.js'
 import { type SchemaError, backendOf, backendTable, serverOf, serverTable } from './config-model.js'
 import type { AdminContext } from './context.js'
@@ -203,7 +203,7 @@ export function configApi (ctx: AdminContext): Surface {
       const state = t.admin_state
       if (state !== 'ready' && state !== 'drain' && state !== 'maint') throw new ApiError(422, 'admin_state in body should be one of [ready maint drain]', 606)
       const slot = ctx.slots.server(b.name, req.params.name!)!
-      storeAdminState(ctx, slot, ctx.slots.service(b.name)!, state === 'ready' ? ADMIN_READY : state === 'drain' ? ADMIN_DRAIN : ADMIN_MAINT)
+      setAdminState(ctx.shm.i32, slot, ctx.slots.service(b.name)!, ADMIN_STATES.indexOf(state))
       return { status: 200, json: runtimeServer(ctx, b, req.params.name!, i) }
     }),
   ]

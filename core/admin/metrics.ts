@@ -6,7 +6,7 @@
 // in REQ_METHODS as "OTHER".
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import {
-  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_AUTH_REFUSED,
+  ADMIN_STATES, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_AUTH_REFUSED,
   G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
   H_RELOAD_FAILS, REQ_CODES, REQ_METHODS, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
@@ -157,7 +157,7 @@ export function createMetrics (ctx: AdminContext): Metrics {
   pull('gauge', 'lb_server_admin_state', 'Administrative state of a server (1 on the current one): ready, drain or maint.', ['service', 'server', 'state'],
     () => servers().flatMap((s) => {
       const a = serverView(ctx, s.svc, s.srv).admin
-      return (['ready', 'drain', 'maint'] as const).map((st): [Labels, number] => [{ ...s.labels, state: st }, st === a ? 1 : 0])
+      return ADMIN_STATES.map((st): [Labels, number] => [{ ...s.labels, state: st }, st === a ? 1 : 0])
     }))
   pull('gauge', 'lb_server_weight', 'Effective weight of a server (0-256).', ['service', 'server'],
     () => servers().map((s) => [s.labels, serverView(ctx, s.svc, s.srv).weight]))

@@ -4,7 +4,7 @@
 import type { ServerConf, ServiceConf } from '../config/dynamic.js'
 import { formatHostPort } from '../config/static.js'
 import {
-  ADMIN_DRAIN, ADMIN_MAINT, C_INFLIGHT, CHECK_STATUS, CHECK_UP, S_ADMIN, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS,
+  ADMIN_STATES, C_INFLIGHT, CHECK_STATUS, CHECK_UP, S_ADMIN, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS,
   S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
 } from '../shm/layout.js'
 import { sumServer } from '../shm/counters.js'
@@ -39,8 +39,7 @@ export function serverView (ctx: AdminContext, svc: ServiceConf, srv: ServerConf
   const slot = ctx.slots.server(svc.name, srv.name) ?? -1
   const i32 = ctx.shm.i32
   const b = serverBase(Math.max(slot, 0))
-  const adminWord = Atomics.load(i32, b + S_ADMIN)
-  const admin = adminWord === ADMIN_MAINT ? 'maint' : adminWord === ADMIN_DRAIN ? 'drain' : 'ready'
+  const admin = ADMIN_STATES[Atomics.load(i32, b + S_ADMIN)] ?? 'ready'
   const now = Date.now() | 0
   const until = Atomics.load(i32, b + S_DOWN_UNTIL)
   const passiveDown = until !== 0 && ((now - until) | 0) < 0

@@ -78,6 +78,8 @@ export const SRV_WORDS = 16
 export const ADMIN_READY = 0
 export const ADMIN_DRAIN = 1
 export const ADMIN_MAINT = 2
+/** the admin states' names (runtime socket, config API, views), indexed by ADMIN_* */
+export const ADMIN_STATES = ['ready', 'drain', 'maint'] as const
 
 export const CHECK_UP = 1
 export const CHECK_DOWN = 0

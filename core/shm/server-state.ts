@@ -42,6 +42,12 @@ export function recordFailure (i32: Int32Array, slot: number, serviceSlot: numbe
   return true
 }
 
+/** Sets a server's admin state (ADMIN_*) and tells the service's balancers (runtime socket and config API alike). */
+export function setAdminState (i32: Int32Array, slot: number, serviceSlot: number, state: number): void {
+  Atomics.store(i32, serverBase(slot) + S_ADMIN, state)
+  bumpServiceState(i32, serviceSlot)
+}
+
 /** Tells every worker's balancer that usability or weights of this service's servers changed. */
 export function bumpServiceState (i32: Int32Array, serviceSlot: number): void {
   Atomics.add(i32, serviceBase(serviceSlot) + V_STATE_VERSION, 1)
