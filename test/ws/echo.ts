@@ -91,9 +91,17 @@ export function connect (url: string, opts: ConstructorParameters<typeof import(
   }))
 }
 
-/** The next message on `ws`, as a Buffer with its type. */
+/** The next message on `ws`, as a Buffer with its type; rejects, naming the close code, if `ws` closes first. */
 export function nextMessage (ws: WebSocket): Promise<{ data: Buffer, binary: boolean }> {
-  return new Promise((resolve) => ws.once('message', (data, binary) => resolve({ data: data as Buffer, binary })))
+  return new Promise((resolve, reject) => {
+    const onClose = (code: number): void => reject(new Error(`the WebSocket closed (${code}) before the next message`))
+    if (ws.readyState === ws.CLOSED) onClose(-1)
+    ws.once('close', onClose)
+    ws.once('message', (data, binary) => {
+      ws.off('close', onClose)
+      resolve({ data: data as Buffer, binary })
+    })
+  })
 }
 
 /** Resolves with the close code and reason once `ws` is closed. */
