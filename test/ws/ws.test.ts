@@ -286,6 +286,8 @@ check = false
       assert.equal((await nextMessage(ws)).data.toString(), 'e1')
       ws.close()
     }
+    // every upgrade so far was made late (after the server's 101), inside a cork: uWS printed no warning
+    assert.doesNotMatch(lb.log() + lb.stdout(), /Warning: uWS/)
   })
 
   test('mTLS entry point: WebSockets work with a client certificate', async () => {
