@@ -174,7 +174,9 @@ check = false
     let bytes = 0
     ws.on('message', (d: Buffer) => { got.push(d.readUInt32BE(0)); bytes += d.length })
     let closedWith = ''
-    ws.on('close', (code: number, reason: Buffer) => { closedWith = `${code} ${reason.toString()}` })
+    ws.on('close', (code: number, reason: Buffer) => { closedWith = `${code} ${reason.toString()}` + closedWith })
+    // a frame the client rejects shows as 1006 on its side: say why
+    ws.on('error', (err: Error) => { closedWith += ` (client error: ${err.message})` })
     ws.pause() // the client stops reading its socket
     ws.send('go')
     // long enough for a balancer that kept reading to take most of the 64 MiB, and well inside
@@ -187,7 +189,7 @@ check = false
     assert.equal(got.length, 0)
     ws.resume()
     await until(() => got.length === 256 || closedWith !== '', 20_000, 'all 256 messages')
-    assert.equal(got.length, 256, `messages received before the session closed with ${closedWith}`)
+    assert.equal(got.length, 256, `messages received before the session closed with ${closedWith}; lb's log ends: ${lb.log().slice(-1500)}`)
     assert.deepEqual(got, Array.from({ length: 256 }, (_, i) => i), 'in order')
     assert.equal(bytes, 256 * 256 * 1024)
     ws.close()
