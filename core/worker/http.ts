@@ -283,10 +283,8 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     const ctx = this.#wsContext
     const upgrade = (): void => {
       const res = this.#res
-      // custom headers on a 101 need the status written first (uWS docs); one call for all of them (see writeHead)
-      let head = '101 Switching Protocols'
-      for (let i = 0; i < headers.length; i += 2) head += '\r\n' + headers[i]! + ': ' + headers[i + 1]!
-      res.writeStatus(head)
+      // custom headers on a 101 need the status written first (uWS docs)
+      writeHead(res, 101, '', headers, false)
       // no extensions: permessage-deflate is never negotiated, so frames relay without recompression
       res.upgrade<WsUserData>({ session }, key, protocol, '', ctx)
     }

@@ -296,7 +296,6 @@ export class ProxyExchange implements Exchange {
     this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
   }
 
-
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
     if (this.#server !== null) {
