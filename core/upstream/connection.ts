@@ -5,6 +5,7 @@
 import net from 'node:net'
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
+import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { ResponseParser, type ResponseSink } from './response-parser.js'
 import type { ServerPool } from './pool.js'
 
@@ -20,7 +21,7 @@ export interface Exchange extends ResponseSink {
   readonly requestComplete: boolean
 }
 
-export class UpstreamConnection implements ResponseSink {
+export class UpstreamConnection implements ResponseSink, AtTurnEnd {
   readonly socket: net.Socket
   readonly pool: ServerPool
   readonly parser = new ResponseParser()
@@ -35,6 +36,8 @@ export class UpstreamConnection implements ResponseSink {
   deadline = 0
   /** reading stopped because the client cannot take more (see resume) */
   #paused = false
+  /** a whole request waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
+  #atTurnEnd = ''
 
   constructor (pool: ServerPool) {
     this.pool = pool
@@ -64,6 +67,18 @@ export class UpstreamConnection implements ResponseSink {
   /** Strings go out as UTF-8: request text from uWS (path, query, header values) is UTF-8-decoded, so this restores its bytes. */
   write (data: string | Buffer): boolean {
     return this.socket.write(data)
+  }
+
+  /** Writes a whole request (nothing else follows it) at the end of this loop turn: core/net/turn.ts says why. */
+  writeAtTurnEnd (data: string): void {
+    this.#atTurnEnd = data
+    atTurnEnd(this)
+  }
+
+  turnEnd (): void {
+    const data = this.#atTurnEnd
+    this.#atTurnEnd = ''
+    if (!this.closed) this.socket.write(data)
   }
 
   destroy (): void {

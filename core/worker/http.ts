@@ -13,6 +13,7 @@ import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us
 import type { TlsConf } from '../config/tls.js'
 import { lbError } from '../errors.js'
 import { canonicalIp, formatIp } from '../net/ip.js'
+import { type AtTurnEnd, atTurnEnd, currentTurn } from '../net/turn.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
 import type { WebSocketUpgrade, WsSession } from './ws-client.js'
@@ -78,7 +79,18 @@ function writeHead (res: HttpResponse, status: number, reason: string, headers: 
   res.writeStatus(head)
 }
 
-class UwsClient implements ClientResponse, WebSocketUpgrade {
+/**
+ * Whole response bodies wait here for the end of the loop turn (core/net/turn.ts),
+ * copied out of the upstream read buffer they arrived in; the space is reused
+ * from its start every turn. A body longer than STAGE_MAX, or one that no longer
+ * fits this turn, is written at once (uWS does not cork more than 16 KiB either).
+ */
+const STAGING = Buffer.allocUnsafe(256 * 1024)
+const STAGE_MAX = 16 * 1024
+let stagingUsed = 0
+let stagingTurn = -1
+
+class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
   readonly #res: HttpResponse
   aborted = false
   started = false
@@ -101,6 +113,8 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
   #headers: readonly string[] = EMPTY
   #pending: Buffer[] | null = null // tryEnd mode: copies not yet accepted by uWS
   #pendingOffset = 0 // write offset at which pending[0] starts
+  /** the whole body, staged for the end of the turn: STAGING[#stagedAt, #stagedAt + #total) */
+  #stagedAt = -1
 
   readonly #headRequest: boolean
   /** the request said Connection: close */
@@ -169,6 +183,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
       this.#pending.push(Buffer.from(buf.subarray(start, end)))
       return false
     }
+    if (this.#hasHead && end - start === this.#total && this.#stage(buf, start, end)) return true
     let ok = true
     this.#res.cork(() => {
       const res = this.#res
@@ -195,6 +210,31 @@ class UwsClient implements ClientResponse, WebSocketUpgrade {
     })
     if (!ok) this.#watchWritable()
     return ok
+  }
+
+  /** Keeps a whole response (head and body) for the end of the turn, if the body fits; false if it does not. */
+  #stage (buf: Buffer, start: number, end: number): boolean {
+    const n = end - start
+    if (stagingTurn !== currentTurn()) {
+      stagingTurn = currentTurn()
+      stagingUsed = 0
+    }
+    if (n > STAGE_MAX || stagingUsed + n > STAGING.length) return false
+    buf.copy(STAGING, stagingUsed, start, end)
+    this.#stagedAt = stagingUsed
+    stagingUsed += n
+    this.resumeBody()
+    this.#ended = true
+    atTurnEnd(this)
+    return true
+  }
+
+  turnEnd (): void {
+    if (this.aborted) return
+    this.#res.cork(() => {
+      this.#flushHead()
+      this.#res.end(STAGING.subarray(this.#stagedAt, this.#stagedAt + this.#total))
+    })
   }
 
   /** Writes the deferred head if there is one (corked); true if it did. */

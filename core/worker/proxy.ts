@@ -105,8 +105,14 @@ export class ProxyExchange implements Exchange {
   }
 
   onConnected (conn: UpstreamConnection): void {
-    conn.write(this.#head)
     const q = this.#queued
+    if (q === null && this.#bodyDone && !this.#ctx.chunked) {
+      // the request is its head alone: it goes out with this turn's other writes
+      conn.writeAtTurnEnd(this.#head)
+      this.#requestSent(conn)
+      return
+    }
+    conn.write(this.#head)
     this.#queued = null
     if (q !== null) for (const chunk of q) this.#writeBody(conn, chunk)
     if (this.#bodyDone) this.#requestSent(conn)

@@ -24,6 +24,7 @@
 import { createHash } from 'node:crypto'
 import net from 'node:net'
 import { now } from '../clock.js'
+import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { type ErrorCode, formatError } from '../errors.js'
 import { C_RESP_1XX, C_RETRIES, statusClass } from '../shm/layout.js'
 import type { ResponseHead } from '../plugin.js'
@@ -66,29 +67,7 @@ const PH_CLOSING = 4 // a close frame went to the server: waiting for it to clos
 const tunnels = new Set<WsTunnel>()
 let sweeper: NodeJS.Timeout | null = null
 
-// Client messages of one uWS read arrive as successive callbacks: their frames
-// are written to a corked socket and go out together in one writev when the
-// event loop reaches its check phase, instead of one syscall per message.
-// One Immediate per loop turn for all tunnels of the thread.
-const corked: net.Socket[] = []
-let flushing = false
-
-function corkUntilImmediate (sock: net.Socket): void {
-  sock.cork()
-  corked.push(sock)
-  if (!flushing) {
-    flushing = true
-    setImmediate(uncorkAll)
-  }
-}
-
-function uncorkAll (): void {
-  flushing = false
-  for (const s of corked) s.uncork() // a no-op on a socket that end() already uncorked
-  corked.length = 0
-}
-
-export class WsTunnel implements WsSession, FrameSink, ResponseSink {
+export class WsTunnel implements WsSession, FrameSink, ResponseSink, AtTurnEnd {
   readonly #dp: DataPlane
   readonly #ctx: Ctx
   readonly #client: ClientResponse
@@ -102,6 +81,8 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
   #serverIdx = -1
   #attempts = 0
   #sock: net.Socket | null = null
+  /** the server socket while corked until the end of this turn (#toServer) */
+  #corked: net.Socket | null = null
   #phase = PH_CONNECT
   /** tick when the current phase times out */
   #deadline = 0
@@ -370,8 +351,20 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink {
     const sock = this.#sock
     if (sock === null || this.#phase !== PH_OPEN || this.#closeSent) return
     this.#deadline = now() + this.#idleMs
-    if (sock.writableCorked === 0) corkUntilImmediate(sock)
+    if (this.#corked === null) {
+      // client messages of one uWS read arrive as successive callbacks: their frames
+      // go out together in one writev at the end of the turn, not one syscall each
+      sock.cork()
+      this.#corked = sock
+      atTurnEnd(this)
+    }
     sock.write(encodeFrame(opcode, payload))
+  }
+
+  turnEnd (): void {
+    const sock = this.#corked
+    this.#corked = null
+    sock?.uncork() // a no-op on a socket that end() already uncorked
   }
 
   #sendClose (code: number, reason: Uint8Array): void {
