@@ -183,20 +183,21 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
       this.#pending.push(Buffer.from(buf.subarray(start, end)))
       return false
     }
-    if (this.#hasHead && end - start === this.#total && this.#stage(buf, start, end)) return true
+    if (this.#hasHead && end - start === this.#total) {
+      // the whole body in one piece (the common small response): head and body in one write,
+      // staged for the end of the turn when it fits there
+      this.resumeBody()
+      this.#ended = true
+      if (!this.#stage(buf, start, end)) this.#writeWhole(buf.subarray(start, end))
+      return true
+    }
     let ok = true
     this.#res.cork(() => {
       const res = this.#res
-      const first = this.#flushHead()
+      this.#flushHead()
       const view = buf.subarray(start, end)
       if (this.#total < 0) {
         ok = res.write(view)
-        return
-      }
-      if (first && view.length === this.#total) {
-        // the whole body in one piece (the common small response): a plain end
-        res.end(view)
-        this.#ended = true
         return
       }
       const offset = res.getWriteOffset()
@@ -212,7 +213,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     return ok
   }
 
-  /** Keeps a whole response (head and body) for the end of the turn, if the body fits; false if it does not. */
+  /** Copies a whole body into this turn's staging space and queues it for turnEnd; false if it does not fit. */
   #stage (buf: Buffer, start: number, end: number): boolean {
     const n = end - start
     if (stagingTurn !== currentTurn()) {
@@ -223,17 +224,19 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     buf.copy(STAGING, stagingUsed, start, end)
     this.#stagedAt = stagingUsed
     stagingUsed += n
-    this.resumeBody()
-    this.#ended = true
     atTurnEnd(this)
     return true
   }
 
   turnEnd (): void {
-    if (this.aborted) return
+    if (!this.aborted) this.#writeWhole(STAGING.subarray(this.#stagedAt, this.#stagedAt + this.#total))
+  }
+
+  /** The deferred head and the whole body, ending the response, in one corked write. */
+  #writeWhole (body: Buffer): void {
     this.#res.cork(() => {
       this.#flushHead()
-      this.#res.end(STAGING.subarray(this.#stagedAt, this.#stagedAt + this.#total))
+      this.#res.end(body)
     })
   }
 
