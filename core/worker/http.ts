@@ -460,14 +460,28 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
       ctx.chunked = true
       ctx.contentLength = -1
     } else if (k === 'host') {
-      const colon = v.lastIndexOf(':')
-      ctx.host = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
+      ctx.host = hostOf(v)
     } else if (k === 'connection' && /(?:^|,)\s*close\s*(?:,|$)/i.test(v)) {
       asksClose = true
     }
   })
   ctx.remoteAddress = proxied ? canonicalIp(decoder.decode(res.getProxiedRemoteAddressAsText())) : peerText(res.getRemoteAddress())
   return ctx
+}
+
+// The last Host value this thread parsed, and its host name (port dropped,
+// lower case): clients send the same Host request after request, so the
+// lastIndexOf (a runtime call in V8, not a builtin) and the copies run only when it changes.
+let lastHostValue = ''
+let lastHost = ''
+
+function hostOf (v: string): string {
+  if (v !== lastHostValue) {
+    const colon = v.lastIndexOf(':')
+    lastHost = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
+    lastHostValue = v
+  }
+  return lastHost
 }
 
 // The last peer address this thread turned into text, as bytes and text: most

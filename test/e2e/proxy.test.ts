@@ -66,6 +66,10 @@ check = false
   test('host rules route by the Host header, without the port, case-insensitively', async () => {
     const r = await request(`${lb.url}/`, { headers: { host: 'Admin.Example:8080' } })
     assert.equal(JSON.parse(r.body).name, 'admin')
+    // a worker reuses the host it parsed last while Host repeats: a changed Host must route anew
+    for (const [host, name] of [['admin.example', 'admin'], ['web.example', 'web'], ['ADMIN.EXAMPLE:1', 'admin'], ['admin.example.org', 'web'], ['admin.example', 'admin']]) {
+      assert.equal(JSON.parse((await request(`${lb.url}/`, { headers: { host } })).body).name, name, host)
+    }
   })
 
   test('Host kept, X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set, hop-by-hop headers dropped', async () => {
