@@ -179,6 +179,15 @@ function readPem (file: string): Buffer {
   return readFileSync(file)
 }
 
+/** `p`, its error (if any) prefixed with which step it was: a connection-level error alone does not say. */
+async function step<T> (what: string, p: Promise<T>): Promise<T> {
+  try {
+    return await p
+  } catch (err) {
+    throw new Error(`${what}: ${(err as Error).message}`, { cause: err })
+  }
+}
+
 describe('certificates re-read on SIGHUP', () => {
   let backend: Backend, echo: Awaited<ReturnType<typeof startWsEcho>>, lb: Lb, mtls: number, live: { cert: string, key: string }
   before(async () => {
@@ -209,13 +218,15 @@ ${routes(backend.address)}`)
   })
   after(async () => { await lb.stop(); await backend.close(); await echo.close() })
 
-  test('new connections get the new certificate; keep-alive connections and WebSockets stay up; no handshake fails', async () => {
+  test('new connections get the new certificate; keep-alive connections and WebSockets stay up; no handshake fails', async (t) => {
     const client = { cert: readPem(certs.client.cert), key: readPem(certs.client.key) }
     const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: readPem(certs.ca), servername: 'localhost' })
-    const before1 = await get(lb.port, '/a', { agent, ca: readPem(certs.ca) })
-    const ws = await connect(`wss://localhost:${lb.port}/ws`, { ca: readPem(certs.ca) })
+    t.after(() => agent.destroy()) // also when an assertion fails: an open keep-alive socket would hold the file until its time-out
+    const before1 = await step('the first request', get(lb.port, '/a', { agent, ca: readPem(certs.ca) }))
+    const ws = await step('the WebSocket upgrade', connect(`wss://localhost:${lb.port}/ws`, { ca: readPem(certs.ca) }))
+    t.after(() => ws.terminate())
     const old = fingerprint(certs.server.cert)
-    assert.equal((await handshake(lb.port)).peer, old)
+    assert.equal((await step('the first handshake', handshake(lb.port))).peer, old)
 
     // new handshakes keep coming while the certificate changes
     let stop = false
