@@ -268,8 +268,6 @@ ${routes(backend.address)}`)
     // and the WebSocket opened before it still relays
     ws.send('still here')
     assert.equal((await nextMessage(ws)).data.toString(), 'still here')
-    ws.close()
-    agent.destroy()
     for (const re of [/TLS certificates reloaded.*websecure/, /TLS certificates reloaded.*mtls/]) assert.match(await lb.logMatching(re), re)
   })
 
