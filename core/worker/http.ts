@@ -288,7 +288,9 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.#ended = true
     this.#res.cork(() => {
       const res = this.#res
-      if (this.#flushHead() && this.#headRequest) {
+      // no body and no Content-Length: 0 from uWS: a HEAD gets the length it was given, a 304 the
+      // server's if any, a 204 none (head() was given -1; RFC 9110 §8.6, §15.4.5)
+      if (this.#flushHead() && (this.#headRequest || this.#status === 204 || this.#status === 304)) {
         if (this.#total >= 0) res.endWithoutBody(this.#total)
         else res.endWithoutBody()
         return
