@@ -91,25 +91,30 @@ export interface RawAnswer {
 }
 
 export interface ExchangeOptions {
-  /** the request is HEAD: the response has no body whatever its headers say */
-  readonly head?: boolean
   /** resolve only once the balancer closed the connection (or after `ms`) */
   readonly waitClose?: boolean
   /** give up after this long (default 3000 ms): resolves with what was read */
   readonly ms?: number
-  /** how many final responses to wait for (requests pipelined in `bytes`; default 1) */
-  readonly responses?: number
 }
 
 /**
  * Writes `bytes` to the balancer on a fresh connection and reads the answer:
- * resolves when the wanted final responses are complete (by Content-Length, or
- * without a body), when the balancer closes, or after `ms`.
+ * resolves when the final response is complete (by Content-Length, or without
+ * a body), when the balancer closes, or after `ms`. An array is several
+ * requests on one connection, each written once the answer to the one before
+ * is complete (uWS closes a connection that pipelines while lb is answering).
  */
-export function exchange (port: number, bytes: string | Buffer, opts: ExchangeOptions = {}): Promise<RawAnswer> {
+export function exchange (port: number, bytes: string | Buffer | string[], opts: ExchangeOptions = {}): Promise<RawAnswer> {
   return new Promise((resolve) => {
-    const want = opts.responses ?? 1
-    const s = net.connect(port, '127.0.0.1', () => s.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes))
+    const requests = Array.isArray(bytes) ? bytes : [bytes]
+    // the answer to a HEAD has no body, whatever its headers say
+    const heads = requests.map((r) => r.slice(0, 5).toString() === 'HEAD ')
+    let sent = 0
+    const sendNext = (): void => {
+      const b = requests[sent++]!
+      s.write(typeof b === 'string' ? Buffer.from(b, 'latin1') : b)
+    }
+    const s = net.connect(port, '127.0.0.1', sendNext)
     let text = ''
     let done = false
     const finish = (closed: boolean): void => {
@@ -117,21 +122,24 @@ export function exchange (port: number, bytes: string | Buffer, opts: ExchangeOp
       done = true
       clearTimeout(timer)
       s.destroy()
-      const responses = parseResponses(text, opts.head === true)
+      const responses = parseResponses(text, heads)
       resolve({ text, responses, status: responses[0]?.status ?? 0, closed })
     }
     const timer = setTimeout(() => finish(false), opts.ms ?? 3000)
     s.on('data', (d: Buffer) => {
       text += d.toString('latin1')
-      if (opts.waitClose !== true && parseResponses(text, opts.head === true).length >= want) finish(false)
+      const complete = parseResponses(text, heads).length
+      if (complete >= requests.length) {
+        if (opts.waitClose !== true) finish(false)
+      } else if (complete === sent) sendNext()
     })
     s.on('close', () => finish(true))
     s.on('error', () => finish(true))
   })
 }
 
-/** The complete final responses in `text`, 1xx skipped. */
-function parseResponses (text: string, isHead: boolean): RawResponse[] {
+/** The complete final responses in `text`, 1xx skipped; heads[i]: the i-th answers a HEAD. */
+function parseResponses (text: string, heads: readonly boolean[]): RawResponse[] {
   const out: RawResponse[] = []
   let pos = 0
   for (;;) {
@@ -142,7 +150,7 @@ function parseResponses (text: string, isHead: boolean): RawResponse[] {
     pos = end + 4
     if (status >= 100 && status < 200) continue
     const cl = /\r\ncontent-length: *(\d+)/i.exec(head)
-    const len = isHead || status === 204 || status === 304 || cl === null ? 0 : Number(cl[1])
+    const len = heads[out.length] === true || status === 204 || status === 304 || cl === null ? 0 : Number(cl[1])
     if (text.length < pos + len) return out
     out.push({ status, head, body: text.slice(pos, pos + len) })
     pos += len
