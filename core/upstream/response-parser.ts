@@ -6,6 +6,8 @@
 // Body framing (RFC 9112 §6.3): no body for HEAD, 1xx, 204, 304; chunked when
 // Transfer-Encoding ends in chunked; else Content-Length; else until close.
 
+import { eqLower, otherTokens } from '../net/token-list.js'
+
 export interface ResponseSink {
   /**
    * headers: flat [name, value, ...] as received (values UTF-8-decoded), hop-by-hop (those named in
@@ -260,25 +262,15 @@ export class ResponseParser {
   }
 }
 
-/**
- * Removes from `headers` every header the (lower-case) Connection value names:
- * they are hop-by-hop (RFC 9110 §7.6.1). close and keep-alive, the tokens
- * almost every response carries, are skipped without allocating.
- */
+const NOT_NAMES = ['close', 'keep-alive']
+
+/** Removes from `headers` every header the Connection value names: they are hop-by-hop (RFC 9110 §7.6.1). */
 function dropConnectionNamed (headers: string[], connection: string): void {
-  const n = connection.length
-  let i = 0
-  while (i < n) {
-    let c = connection.charCodeAt(i)
-    if (c === 44 || c === 32 || c === 9) { i++; continue }
-    const start = i
-    while (i < n && (c = connection.charCodeAt(i)) !== 44 && c !== 32 && c !== 9) i++
-    if ((i - start === 5 && connection.startsWith('close', start)) || (i - start === 10 && connection.startsWith('keep-alive', start))) continue
-    const name = connection.slice(start, i)
-    for (let j = headers.length - 2; j >= 0; j -= 2) {
-      const k = headers[j]!
-      if (k.length === name.length && k.toLowerCase() === name) headers.splice(j, 2)
-    }
+  const names = otherTokens(connection, NOT_NAMES)
+  if (names === null) return
+  for (let j = headers.length - 2; j >= 0; j -= 2) {
+    const k = headers[j]!
+    if (names.includes(k.toLowerCase())) headers.splice(j, 2)
   }
 }
 
@@ -353,14 +345,4 @@ function dropKind (s: string, pos: number, len: number): number {
     case 17: return eqLower(s, pos, 'transfer-encoding') ? TRANSFER_ENCODING : KEEP
     default: return KEEP
   }
-}
-
-/** s[pos, pos + lower.length) equals `lower` ignoring ASCII case. */
-export function eqLower (s: string, pos: number, lower: string): boolean {
-  for (let i = 0; i < lower.length; i++) {
-    let c = s.charCodeAt(pos + i)
-    if (c >= 65 && c <= 90) c += 32
-    if (c !== lower.charCodeAt(i)) return false
-  }
-  return true
 }

@@ -18,7 +18,7 @@
 // refused or its Connection header names headers to drop.
 import type { ErrorCode } from '../errors.js'
 import { dropRequestHeaders } from '../plugin.js'
-import { eqLower } from '../upstream/response-parser.js'
+import { eqLower, otherTokens } from '../net/token-list.js'
 import type { Ctx } from './context.js'
 
 /** Why a request is refused: an error code of core/errors.ts and the parameters of its message. */
@@ -27,33 +27,45 @@ export interface RequestFault {
   readonly params: Record<string, string>
 }
 
+/**
+ * Connection tokens that are not dropped as header names: close, keep-alive and
+ * upgrade (every Connection carries one; they name headers dropped anyway), the
+ * headers lb needs to route and frame the request (Host, Content-Length). The
+ * ones lb sets itself (X-Forwarded-*, X-Real-IP) are re-emitted by
+ * forward-head.ts whatever the client asked.
+ */
+const NOT_DROPPED = ['close', 'keep-alive', 'upgrade', 'host', 'content-length']
+
+// headers that may come once, as bits, and their names for the message
+const SINGLE_HOST = 1
+const SINGLE_AUTHORIZATION = 2
+const SINGLE_TRANSFER_ENCODING = 4
+const SINGLE_NAMES: readonly string[] = ['', 'Host', 'Authorization', '', 'Transfer-Encoding'] // by bit
+
 /** Checks the headers of `ctx` (see above); null when it may go on. May set ctx.dropHeaders. */
 export function checkRequest (ctx: Ctx): RequestFault | null {
   const h = ctx.headers
   let contentLength = -1 // index of the Content-Length value, -1 when none
   let transferEncoding = -1
-  let host = false
-  let authorization = false
+  let seen = 0 // bits of the headers that may come once (SINGLE_*) seen so far
   for (let i = 0; i < h.length; i += 2) {
     const k = h[i]!
     const v = h[i + 1]!
     const bad = controlChar(v)
     if (bad >= 0) return fault('LB_ERR_HEADER_CHAR', { char: hex(v.charCodeAt(bad)), name: k })
+    let single = 0
     switch (k.length) {
       case 4:
-        if (k === 'host') {
-          if (host) return fault('LB_ERR_DUPLICATE_HEADER', { name: 'Host' })
-          host = true
-        }
+        if (k === 'host') single = SINGLE_HOST
         break
       case 10:
-        if (k === 'connection') dropNamed(ctx, v)
+        if (k === 'connection') {
+          const names = otherTokens(v, NOT_DROPPED)
+          if (names !== null) dropRequestHeaders(ctx, names)
+        }
         break
       case 13:
-        if (k === 'authorization') {
-          if (authorization) return fault('LB_ERR_DUPLICATE_HEADER', { name: 'Authorization' })
-          authorization = true
-        }
+        if (k === 'authorization') single = SINGLE_AUTHORIZATION
         break
       case 14:
         if (k === 'content-length') {
@@ -69,10 +81,14 @@ export function checkRequest (ctx: Ctx): RequestFault | null {
         break
       case 17:
         if (k === 'transfer-encoding') {
-          if (transferEncoding >= 0) return fault('LB_ERR_DUPLICATE_HEADER', { name: 'Transfer-Encoding' })
+          single = SINGLE_TRANSFER_ENCODING
           transferEncoding = i + 1
         }
         break
+    }
+    if (single !== 0) {
+      if ((seen & single) !== 0) return fault('LB_ERR_DUPLICATE_HEADER', { name: SINGLE_NAMES[single]! })
+      seen |= single
     }
   }
   if (transferEncoding >= 0) {
@@ -108,30 +124,4 @@ function digits (v: string): boolean {
     if (c < 48 || c > 57) return false
   }
   return true
-}
-
-/**
- * Adds the header names listed in a Connection value to ctx.dropHeaders,
- * lower-case. The tokens every Connection carries (close, keep-alive, upgrade)
- * name headers that are dropped anyway and allocate nothing. Never dropped:
- * the headers lb needs to route and frame the request (Host, Content-Length)
- * and the ones it sets itself (X-Forwarded-*, X-Real-IP: forward-head.ts
- * re-emits them whatever the client asked).
- */
-function dropNamed (ctx: Ctx, v: string): void {
-  const n = v.length
-  let i = 0
-  while (i < n) {
-    let c = v.charCodeAt(i)
-    if (c === 44 || c === 32 || c === 9) { i++; continue }
-    const start = i
-    while (i < n && (c = v.charCodeAt(i)) !== 44 && c !== 32 && c !== 9) i++
-    const len = i - start
-    if (len === 5 && eqLower(v, start, 'close')) continue
-    if (len === 10 && eqLower(v, start, 'keep-alive')) continue
-    if (len === 7 && eqLower(v, start, 'upgrade')) continue
-    if (len === 4 && eqLower(v, start, 'host')) continue
-    if (len === 14 && eqLower(v, start, 'content-length')) continue
-    dropRequestHeaders(ctx, [v.slice(start, i).toLowerCase()])
-  }
 }
