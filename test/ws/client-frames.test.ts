@@ -8,7 +8,7 @@
 import { strict as assert } from 'node:assert'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Lb, startLb } from '../helpers.js'
+import { type Lb, simpleConfig, startLb } from '../helpers.js'
 import type { WebSocket } from 'ws'
 import { type WsEcho, connect, nextMessage, startWsEcho } from './echo.js'
 
@@ -76,20 +76,7 @@ describe('WebSocket client frames that break the protocol', () => {
   let echo: WsEcho, lb: Lb
   before(async () => {
     echo = await startWsEcho('e1')
-    lb = await startLb(`
-[timeouts]
-tunnel = "1s"
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[routers.ws]
-rule = "PathPrefix(\`/ws\`)"
-service = "ws"
-[services.ws]
-[[services.ws.servers]]
-name = "e1"
-address = "${echo.address}"
-check = false
-`)
+    lb = await startLb(simpleConfig([echo.address], '', '[timeouts]\ntunnel = "1s"\n'))
   })
   after(async () => { await lb.stop(); await echo.close() })
 
