@@ -8,6 +8,8 @@
  * whitespace around tokens are ignored.
  */
 export function otherTokens (v: string, skip: readonly string[]): string[] | null {
+  // most lists are one skipped token as a whole, in lower case ("keep-alive", "close"): answered without a scan
+  for (let j = 0; j < skip.length; j++) if (v === skip[j]) return null
   let out: string[] | null = null
   const n = v.length
   let i = 0

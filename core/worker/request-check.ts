@@ -10,7 +10,12 @@
 //   any other coding, or a list, is 501 (lb implements no other coding).
 // - Host and Authorization: at most one each (lb routes and authenticates on
 //   one; a backend must not see a second).
-// - No control character but HTAB in a header value (0x00-0x1F, 0x7F).
+// - No DEL (0x7F) in a header value (RFC 9110 §5.5). The other control
+//   characters (0x00-0x1F but HTAB) never get here: this uWS build refuses
+//   such a request itself (it holds it unanswered, and forwards nothing), which
+//   test/e2e/request-headers.test.ts checks for each of them, so a uWS build that
+//   let one through fails that test. Searching for one character is a native
+//   memchr; a scan for 32 of them cost ~10x as much per request.
 // Headers named in Connection are hop-by-hop (RFC 9110 §7.6.1): they are
 // added to the request's dropped headers, except the ones lb needs or sets.
 //
@@ -51,8 +56,7 @@ export function checkRequest (ctx: Ctx): RequestFault | null {
   for (let i = 0; i < h.length; i += 2) {
     const k = h[i]!
     const v = h[i + 1]!
-    const bad = controlChar(v)
-    if (bad >= 0) return fault('LB_ERR_HEADER_CHAR', { char: hex(v.charCodeAt(bad)), name: k })
+    if (v.indexOf('\x7f') >= 0) return fault('LB_ERR_HEADER_CHAR', { char: '0x7F', name: k })
     let single = 0
     switch (k.length) {
       case 4:
@@ -101,19 +105,6 @@ export function checkRequest (ctx: Ctx): RequestFault | null {
 
 function fault (code: ErrorCode, params: Record<string, string>): RequestFault {
   return { code, params }
-}
-
-/** Index of the first control character of `v` other than HTAB (RFC 9110 §5.5: field-value), or -1. */
-function controlChar (v: string): number {
-  for (let i = 0; i < v.length; i++) {
-    const c = v.charCodeAt(i)
-    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return i
-  }
-  return -1
-}
-
-function hex (c: number): string {
-  return '0x' + c.toString(16).toUpperCase().padStart(2, '0')
 }
 
 /** A non-empty run of ASCII digits. */
