@@ -127,6 +127,22 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.ok(backend.received().includes(head + '\r\n\r\nabc'))
   })
 
+  test('WebSocket upgrades pass the same checks: refused before a server sees them, Connection-named headers dropped', async () => {
+    const upgrade = (path: string, extra: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\nupgrade: websocket\r\n` +
+      `sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n${extra}\r\n`
+    const refusedPath = fresh()
+    const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nhost: b\r\n'), { waitClose: true })
+    assert.equal(a.status, 400, a.text)
+    assert.match(a.responses[0]!.body, /more than one Host header/)
+    assert.ok(!backend.received().includes(refusedPath))
+    // the raw backend answers 200, not 101: lb relays that answer, after forwarding the upgrade request
+    const path = fresh()
+    await exchange(lb.port, upgrade(path, 'connection: Upgrade, X-Foo\r\nx-foo: hop\r\nx-kept: yes\r\n'))
+    const head = backend.heads.find((h) => h.startsWith(`GET ${path} `))!
+    assert.match(head, /\r\nx-kept: yes\r\n/)
+    assert.doesNotMatch(head, /x-foo/i)
+  })
+
   test('every X-Forwarded-For line is kept, in order, then the client (issue 29.3)', async () => {
     const path = fresh()
     await exchange(lb.port, `GET ${path} HTTP/1.1\r\nhost: a\r\nx-forwarded-for: 1.1.1.1\r\nx-forwarded-for: 2.2.2.2, 3.3.3.3\r\n\r\n`)
