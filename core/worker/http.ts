@@ -310,6 +310,12 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
+      if (this.#headRequest && !close) {
+        // the length in the head, not endWithoutBody(n): see end()
+        writeHead(this.#res, status, '', headers, this.#asksClose, Buffer.byteLength(body))
+        this.#res.endWithoutBody()
+        return
+      }
       writeHead(this.#res, status, '', headers, this.#asksClose || close)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)

@@ -56,9 +56,10 @@ encodings = ["gzip"]
     const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\n\r\n`
     // one after the other on one connection: the answer after each must still be read right
     const a = await exchange(lb.port, [get('/204'), get('/next'), get('/304'), get('/next'), get('/204-with-length'),
-      get('/304-with-length'), get('/next'), 'HEAD /text HTTP/1.1\r\nhost: a\r\n\r\n', get('/next')])
-    const [r204, , r304, , r204cl, r304cl, , head, last] = a.responses
-    assert.equal(a.responses.length, 9, a.text)
+      get('/304-with-length'), get('/next'), 'HEAD /text HTTP/1.1\r\nhost: a\r\n\r\n', get('/next'),
+      'HEAD /health HTTP/1.1\r\nhost: a\r\n\r\n', get('/next')])
+    const [r204, , r304, , r204cl, r304cl, , head, , local, last] = a.responses
+    assert.equal(a.responses.length, 11, a.text)
     assert.equal(r204!.status, 204)
     assert.doesNotMatch(r204!.head, /content-length|transfer-encoding/i, a.text)
     assert.match(r204!.head, /\r\nx-a: 1/)
@@ -67,8 +68,9 @@ encodings = ["gzip"]
     assert.match(r304!.head, /\r\netag: "v1"/)
     assert.doesNotMatch(r204cl!.head, /content-length/i, 'a 204 never carries Content-Length (RFC 9110 §8.6)')
     assert.match(r304cl!.head, new RegExp(`\\r\\nContent-Length: ${BODY.length}(\\r\\n|$)`, 'i'), 'a 304 keeps the server\'s length')
-    // the same holds for HEAD (this uWS build closed the connection after a HEAD answer with a length)
+    // the same holds for HEAD, proxied or answered by lb (this uWS build closed the connection after a HEAD answer with a length)
     assert.match(head!.head, new RegExp(`\\r\\ncontent-length: ${BODY.length}(\\r\\n|$)`, 'i'))
+    assert.match(local!.head, /\r\ncontent-length: 3(\r\n|$)/i, 'a HEAD lb answers itself')
     assert.ok(!a.closed)
     assert.equal(last!.status, 200)
     assert.equal(last!.body, 'ok')
