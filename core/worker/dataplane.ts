@@ -27,6 +27,7 @@ import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
+import { checkRequest } from './request-check.js'
 import { renderStatus } from './status-page.js'
 
 export interface ServerRuntime {
@@ -161,15 +162,18 @@ export class DataPlane {
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
-    if (ctx.path === '/health') {
+    // before /health too: a request whose framing is ambiguous is refused whatever it asks for
+    const fault = checkRequest(ctx)
+    if (fault === null && ctx.path === '/health') {
       // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
       return
     }
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
-    if (ctx.contentLength === -2) {
-      this.error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
+    if (fault !== null) {
+      // the connection is closed after the answer: what follows on it cannot be framed safely
+      this.error(ctx, client, fault.code, fault.params, true)
       return
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {

@@ -182,8 +182,11 @@ export class ProxyExchange implements Exchange {
       if (chain.onResponse !== null) runResponseHooks(chain, ctx, head, this.#dp.log)
       ctx.status = head.status
       if (head.transform !== null) {
-        if (noBody) head.transform.destroy()
-        else {
+        if (noBody) {
+          head.transform.destroy()
+          // a HEAD answers with the fields a GET would have: that GET's body would be streamed, without Content-Length
+          if (ctx.method === 'HEAD') contentLength = -1
+        } else {
           // the transformed length is unknown: the client side streams it chunked
           this.#startTransform(head.transform)
           contentLength = -1
