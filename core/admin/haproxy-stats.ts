@@ -3,18 +3,19 @@
 // (the 119-column CSV with its "# " header, the "-," delimiter after the static
 // columns and a trailing comma on every line, so tools that read HAProxy's
 // stats socket parse it unchanged), `show servers state` and `show sess`.
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import type { ServiceConf } from '../config/dynamic.js'
 import {
   C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
-  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_SUM,
+  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, sumTimeBlock } from '../shm/request-stats.js'
 import { isMappedV4 } from '../net/ip.js'
 import type { AdminContext } from './context.js'
-import { VERSION } from './context.js'
+import { RELEASE_DATE, VERSION } from './context.js'
 import { serverView } from './server-view.js'
 
 export const STAT_COLUMNS = ('pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,' +
@@ -148,25 +149,70 @@ function uptime (sec: number): string {
   return `${d}d ${h}h${String(m).padStart(2, '0')}m${String(s).padStart(2, '0')}s`
 }
 
-/** `show info` lines, HAProxy's key order; fields we have no value for are skipped, as HAProxy does. */
+/** The soft limit on open files of this process (HAProxy's Ulimit-n), 0 when /proc does not say. */
+function openFilesLimit (): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'latin1'))
+    return m === null || m[1] === 'unlimited' ? 0 : Number(m[1])
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * `show info` lines: HAProxy 2.6's fields in its order (its TotalSplicdedBytesOut
+ * spelling included), each with lb's value of the same meaning. Fields lb has
+ * no measure of are skipped, as HAProxy skips fields without a value, rather
+ * than printed as a zero that is not true: the SSL counters when a TLS entry
+ * point exists (connections are not counted per entry point), compression
+ * throughput and DNS failures. The README's surfaces section lists what each
+ * value means in lb.
+ */
 export function showInfo (ctx: AdminContext): string[] {
   const c = ctx.config()
   const shm = ctx.shm
+  const sm = ctx.sampler
   const up = Math.floor((Date.now() - ctx.startedAt) / 1000)
   const mem = process.memoryUsage()
   const conns = Atomics.load(shm.i32, H_CONN_ACTIVE)
+  const listeners = c.entrypoints.length
+  const inProgress = sumGlobal(shm, G_WRITING)
+  const ulimit = openFilesLimit()
+  // with no TLS entry point there is no SSL connection: zero is then the truth
+  const noTls = c.entrypoints.every((e) => e.tls === null)
+  const ssl: Array<[string, number]> = noTls
+    ? [['MaxSslConns', 0], ['CurrSslConns', 0], ['CumSslConns', 0]]
+    : [['MaxSslConns', 0]]
+  const sslRates: Array<[string, number]> = noTls
+    ? [['SslRate', 0], ['SslRateLimit', 0], ['MaxSslRate', 0], ['SslFrontendKeyRate', 0], ['SslFrontendMaxKeyRate', 0],
+        ['SslFrontendSessionReuse_pct', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0], ['SslCacheLookups', 0], ['SslCacheMisses', 0]]
+    : [['SslRateLimit', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0]]
   const fields: Array<[string, string | number]> = [
-    ['Name', 'lb'], ['Version', VERSION], ['Release_date', ''], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
-    ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
-    ['Memmax_MB', 0], ['Memmax_bytes', 0], ['PoolAlloc_MB', Math.round(mem.rss / 1048576)], ['PoolAlloc_bytes', mem.rss],
-    ['PoolUsed_MB', Math.round(mem.heapUsed / 1048576)], ['PoolUsed_bytes', mem.heapUsed], ['PoolFailed', 0],
+    ['Name', 'lb'], ['Version', VERSION], ['Release_date', RELEASE_DATE], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
+    ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up],
+    ['Memmax_MB', 0], ['PoolAlloc_MB', Math.round(mem.rss / 1048576)], ['PoolUsed_MB', Math.round(mem.heapUsed / 1048576)], ['PoolFailed', 0],
+    ['Ulimit-n', ulimit], ['Maxsock', ulimit],
     ['Maxconn', c.global.maxConnections], ['Hard_maxconn', c.global.maxConnections], ['CurrConns', conns],
-    ['CumConns', sumGlobal(shm, G_ACCEPTS)], ['CumReq', sumGlobal(shm, G_REQUESTS)], ['Tasks', 0], ['Run_queue', 0],
-    ['node', hostname()], ['Stopping', 0], ['Jobs', conns], ['Listeners', c.entrypoints.length],
-    ['TotalBytesOut', sumGlobal(shm, G_BYTES_OUT)], ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)],
-    ['CurrStreams', conns], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
+    ['CumConns', sumGlobal(shm, G_ACCEPTS)], ['CumReq', sumGlobal(shm, G_REQUESTS)],
+    ...ssl,
+    // lb does not splice: no pipe is ever used
+    ['Maxpipes', 0], ['PipesUsed', 0], ['PipesFree', 0],
+    ['ConnRate', sm.conn.cur], ['ConnRateLimit', 0], ['MaxConnRate', sm.conn.max],
+    ['SessRate', sm.conn.cur], ['SessRateLimit', 0], ['MaxSessRate', sm.conn.max],
+    ...sslRates,
+    ['CompressBpsRateLim', 0],
+    // every open connection and listener is a task; the ones running are the requests being processed
+    ['Tasks', conns + listeners + inProgress], ['Run_queue', inProgress], ['Idle_pct', sm.idlePct],
+    ['node', hostname()], ['Stopping', 0], ['Jobs', conns + listeners], ['Unstoppable Jobs', 0], ['Listeners', listeners],
+    ['ActivePeers', 0], ['ConnectedPeers', 0], ['DroppedLogs', 0], ['BusyPolling', 0],
+    ['TotalBytesOut', sumGlobal(shm, G_BYTES_OUT)], ['TotalSplicdedBytesOut', 0], ['BytesOutRate', sm.bytesOut.cur],
+    ['DebugCommandsIssued', 0], ['CumRecvLogs', 0], ['Build info', VERSION],
+    ['Memmax_bytes', 0], ['PoolAlloc_bytes', mem.rss], ['PoolUsed_bytes', mem.heapUsed], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
+    ['Tainted', 0],
+    // later HAProxy versions' fields, and lb's own TotalBytesIn
+    ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)], ['CurrStreams', inProgress], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
   ]
-  return fields.filter(([, v]) => v !== '').map(([k, v]) => `${k}: ${v}`)
+  return fields.map(([k, v]) => `${k}: ${v}`)
 }
 
 export const SERVERS_STATE_HEADER = '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ' +

@@ -16,6 +16,7 @@ import { closeListener, startListener, type Surface } from './http-server.js'
 import type { GenStats } from '../gen/stats.js'
 import { type Metrics, createMetrics } from './metrics.js'
 import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
+import { Sampler } from './sampler.js'
 
 
 export interface Management {
@@ -24,13 +25,15 @@ export interface Management {
   close (): Promise<void>
 }
 
-export type Base = Omit<AdminContext, 'store'>
+export type Base = Omit<AdminContext, 'store' | 'sampler'>
 
 export async function startManagement (base: Base): Promise<Management> {
   const store = new ConfigStore(base.configPath, base.apply, base.log)
-  const ctx: AdminContext = { ...base, store }
+  const sampler = new Sampler({ ...base, store })
+  const ctx: AdminContext = { ...base, store, sampler }
+  sampler.start()
   const conf = ctx.config()
-  const closers: Array<() => Promise<void>> = []
+  const closers: Array<() => Promise<void>> = [async () => sampler.stop()]
   let metrics: Metrics | null = null
   const close = async (): Promise<void> => { await Promise.all(closers.splice(0).map((c) => c())) }
   const listen = async (name: string, host: string, port: number, surfaces: Surface[], auth: Authenticator | null): Promise<void> => {
