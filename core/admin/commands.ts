@@ -52,7 +52,7 @@ function setWeight (ctx: AdminContext, t: Target, value: string | undefined): Ou
   if (value.endsWith('%')) {
     const pct = Number(value.slice(0, -1))
     if (!/^\d+%$/.test(value)) return ['Relative weight must be positive.']
-    w = Math.min(256, Math.round((t.srv.weight * pct) / 100))
+    w = Math.min(256, Math.floor((t.srv.weight * pct) / 100)) // integer division, as HAProxy: 50% of 1 is 0
   } else {
     if (!/^\d+$/.test(value) || Number(value) > 256) return ['Absolute weight can only be between 0 and 256 inclusive.']
     w = Number(value)

@@ -51,6 +51,9 @@ const CHECK_DESC: Record<string, string> = {
   L7OK: 'Layer7 check passed', L7STS: 'Layer7 wrong status', L7TOUT: 'Layer7 timeout', L7RSP: 'Layer7 invalid response',
 }
 
+/** HAProxy's enum healthcheck_status numbers (srv_check_status in `show servers state`) */
+const HCHK_STATUS: Record<string, number> = { UNK: 0, INI: 1, L4OK: 6, L4TOUT: 7, L4CON: 8, L7TOUT: 12, L7RSP: 13, L7OK: 15, L7STS: 17 }
+
 const TYPE_FE = 1
 const TYPE_BE = 2
 const TYPE_SV = 4
@@ -83,9 +86,15 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     const row = sumTimeBlock(shm, epRow(i))
     // the duration buckets, +Inf included, count every request once
     const requests = row.subarray(0, T_SUM).reduce((n, x) => n + x, 0)
+    const fs = ctx.sampler.frontends.get(ep.name)
+    // connections are counted for the process, not per entry point: the first entry point carries them
+    const sess: Row = i === 0 && fs !== undefined
+      ? { rate: fs.conn.cur, rate_lim: 0, rate_max: fs.conn.max, smax: fs.smax, conn_rate: fs.conn.cur, conn_rate_max: fs.conn.max, conn_tot: sumGlobal(shm, G_ACCEPTS) }
+      : {}
     lines.push(csvLine({
       pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
       stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      ...sess, req_rate: fs?.req.cur ?? 0, req_rate_max: fs?.req.max ?? 0,
       req_tot: requests, mode: 'http', proto: 'http',
       ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),
     }))
@@ -116,24 +125,35 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       if (f.noMaint && v.admin === 'maint') return
       const hc = svc.healthCheck
       const health = v.healthy ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
+      const ss = ctx.sampler.servers.get(`${svc.name}/${srv.name}`)
       lines.push(csvLine({
-        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: '', slim: '', stot: selected, bin: bytesIn, bout: bytesOut,
+        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: Math.max(ss?.smax ?? 0, v.inflight), slim: '', stot: selected, bin: bytesIn, bout: bytesOut,
         dresp: 0, econ: connErr, eresp: respErr, wretr: retries, wredis: 0, status: v.status, weight: v.weight,
-        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, chkdown: v.downCount } : {}), lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
-        type: 2, ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
+        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, downtime: Math.floor((ss?.downMs ?? 0) / 1000) } : {}), chkdown: v.downCount,
+        lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
+        type: 2, rate: ss?.rate.cur ?? 0, rate_max: ss?.rate.max ?? 0, lastsess: since(ss?.lastSessAt ?? 0),
+        ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
         hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: 0,
         addr: srv.path !== '' ? `unix:${srv.path}` : `${srv.host}:${srv.port}`, mode: 'http', uweight: v.weight, srid: k + 1,
       }))
     })
     if (!want(svc.name, iid, TYPE_BE)) return
+    const bs = ctx.sampler.backends.get(svc.name)
     lines.push(csvLine({
-      pxname: svc.name, svname: 'BACKEND', qcur: 0, qmax: 0, scur: totals.inflight, stot: totals.lbtot, bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
+      pxname: svc.name, svname: 'BACKEND', qcur: 0, qmax: 0, scur: totals.inflight, smax: Math.max(bs?.smax ?? 0, totals.inflight), stot: totals.lbtot,
+      bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
       econ: totals.econ, eresp: totals.eresp, wretr: totals.wretr, wredis: 0, status: act > 0 ? 'UP' : 'DOWN', weight: totals.weight, act, bck: 0,
-      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
+      chkdown: bs?.downs ?? 0, downtime: Math.floor((bs?.downMs ?? 0) / 1000),
+      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, rate: bs?.rate.cur ?? 0, rate_max: bs?.rate.max ?? 0, lastsess: since(bs?.lastSessAt ?? 0), hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
       hrsp_5xx: totals.h[4]!, hrsp_other: 0, req_tot: totals.lbtot, mode: 'http', algo: svc.balance, uweight: totals.weight,
     }))
   })
   return lines
+}
+
+/** HAProxy's lastsess: seconds since `at` (ms epoch), -1 for never. */
+function since (at: number): number {
+  return at === 0 ? -1 : Math.max(0, Math.floor((Date.now() - at) / 1000))
 }
 
 function classTotals (ctx: AdminContext): Row {
@@ -235,13 +255,14 @@ function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): st
     const v = serverView(ctx, svc, srv)
     // srv_admin_state bits: 0x01 forced maint, 0x04 config maint, 0x08 forced drain
     const adminBits = v.admin === 'maint' ? (srv.maintenance ? 0x04 : 0x01) : v.admin === 'drain' ? 0x08 : 0
-    const opState = v.healthy ? (v.admin === 'drain' ? 3 : 2) : 0
+    // drain takes the server out of balancing but it stays running (HAProxy: SRV_ST_RUNNING = 2)
+    const opState = v.healthy ? 2 : 0
     const hc = svc.healthCheck
     const health = v.checkUp ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
     const result = !srv.check ? 0 : v.checkStatus === 'L7OK' ? 3 : v.checkStatus === 'UNK' ? 0 : 2
     const checkState = srv.check ? 6 : 0 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
     const addr = srv.path !== '' ? srv.path : srv.host
-    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, 1, result, health, checkState,
+    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, HCHK_STATUS[v.checkStatus] ?? 0, result, health, checkState,
       0, 0, 0, '-', srv.path !== '' ? 0 : srv.port, '-', 0, 0, '-', '-', 0].join(' ')
   })
 }
