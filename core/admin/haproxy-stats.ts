@@ -52,6 +52,7 @@ const CHECK_DESC: Record<string, string> = {
 }
 
 /** HAProxy's enum healthcheck_status numbers (srv_check_status in `show servers state`) */
+// (a server without checks stays at INI, 1)
 const HCHK_STATUS: Record<string, number> = { UNK: 0, INI: 1, L4OK: 6, L4TOUT: 7, L4CON: 8, L7TOUT: 12, L7RSP: 13, L7OK: 15, L7STS: 17 }
 
 const TYPE_FE = 1
@@ -262,7 +263,7 @@ function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): st
     const result = !srv.check ? 0 : v.checkStatus === 'L7OK' ? 3 : v.checkStatus === 'UNK' ? 0 : 2
     const checkState = srv.check ? 6 : 0 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
     const addr = srv.path !== '' ? srv.path : srv.host
-    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, HCHK_STATUS[v.checkStatus] ?? 0, result, health, checkState,
+    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, srv.check ? HCHK_STATUS[v.checkStatus] ?? 0 : 1, result, health, checkState,
       0, 0, 0, '-', srv.path !== '' ? 0 : srv.port, '-', 0, 0, '-', '-', 0].join(' ')
   })
 }
