@@ -69,6 +69,8 @@ export class DataPlane {
   /** compiled routes by entry point index (Ctx.epSlot) */
   readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
+  /** the path each entry point answers itself ('' = none), by entry point index */
+  readonly #health: string[] = []
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -94,6 +96,7 @@ export class DataPlane {
     })
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
+      this.#health[i] = ep.health
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
     })
   }
@@ -161,8 +164,9 @@ export class DataPlane {
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
-    if (ctx.path === '/health') {
-      // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
+    const health = this.#health[ctx.epSlot]
+    if (health !== undefined && ctx.path === health && health !== '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
       return
     }
