@@ -11,6 +11,7 @@ import { configApi } from './config-api.js'
 import { ConfigStore } from './config-store.js'
 import type { AdminContext } from './context.js'
 import { dashboardApi } from './dashboard-api.js'
+import { dashboardData } from './dashboard-data.js'
 import { dashboardPage } from './dashboard-page.js'
 import { closeListener, startListener, type Surface } from './http-server.js'
 import type { GenStats } from '../gen/stats.js'
@@ -53,6 +54,7 @@ export async function startManagement (base: Base): Promise<Management> {
     const surfaces: Surface[] = []
     if (d.api) surfaces.push(dashboardApi(ctx))
     if (d.page) surfaces.push(dashboardPage())
+    if (d.api || d.page) surfaces.push(dashboardData(ctx))
     if (d.metrics) {
       metrics = createMetrics(ctx)
       const registry = metrics.registry
