@@ -9,7 +9,8 @@ import type { ServerConf, ServiceConf } from '../config/dynamic.js'
 import { ADMIN_MAINT, ADMIN_READY, ADMIN_STATES, S_WEIGHT, serverBase } from '../shm/layout.js'
 import { bumpServiceState, setAdminState } from '../shm/server-state.js'
 import type { AdminContext } from './context.js'
-import { ALL_STATS, type StatFilter, showInfo, showServersState, showSess, showStat } from './haproxy-stats.js'
+import { ALL_STATS, type StatFilter, showInfo, showServersState, showStat } from './haproxy-stats.js'
+import { showSess } from './show-sess.js'
 
 /** Output lines of one command, without the terminating empty line (commands never print an empty line). */
 export type Output = string[]

@@ -2,9 +2,8 @@
 // lines in HAProxy's field order, fields without a value skipped), `show stat`
 // (the 119-column CSV with its "# " header, the "-," delimiter after the static
 // columns and a trailing comma on every line, so tools that read HAProxy's
-// stats socket parse it unchanged), `show servers state` and `show sess`.
+// stats socket parse it unchanged) and `show servers state` (`show sess`: show-sess.ts).
 import { readFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import type { ServiceConf } from '../config/dynamic.js'
 import {
@@ -12,8 +11,7 @@ import {
   G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
-import { epRow, sumTimeBlock } from '../shm/request-stats.js'
-import { isMappedV4 } from '../net/ip.js'
+import { epRow, serverTimes, sumTimeBlock } from '../shm/request-stats.js'
 import type { AdminContext } from './context.js'
 import { RELEASE_DATE, VERSION } from './context.js'
 import { serverView } from './server-view.js'
@@ -106,6 +104,8 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     if (f.proxy !== null && f.proxy !== svc.name && f.proxy !== String(iid)) return
     let act = 0
     let totals = { weight: 0, inflight: 0, lbtot: 0, bin: 0, bout: 0, econ: 0, eresp: 0, wretr: 0, h: [0, 0, 0, 0, 0] }
+    // the backend's averages: its servers' weighted by the requests each measured
+    const times = { ct: 0, rt: 0, tt: 0, n: 0 }
     svc.servers.forEach((srv, k) => {
       const v = serverView(ctx, svc, srv)
       const slot = v.slot
@@ -118,6 +118,8 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       const connErr = sum(C_CONN_ERR)
       const respErr = sum(C_RESP_ERR)
       const retries = sum(C_RETRIES)
+      const tm = slot < 0 ? null : serverTimes(shm, slot)
+      if (tm !== null) { times.ct += tm.ctime * tm.samples; times.rt += tm.rtime * tm.samples; times.tt += tm.ttime * tm.samples; times.n += tm.samples }
       const usable = v.healthy && v.admin === 'ready' && v.weight > 0
       if (usable) { act++; totals.weight += v.weight }
       totals = { ...totals, inflight: totals.inflight + v.inflight, lbtot: totals.lbtot + selected, bin: totals.bin + bytesIn, bout: totals.bout + bytesOut, econ: totals.econ + connErr, eresp: totals.eresp + respErr, wretr: totals.wretr + retries, h: totals.h.map((x, j) => x + h[j]!) }
@@ -133,6 +135,7 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
         act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, downtime: Math.floor((ss?.downMs ?? 0) / 1000) } : {}), chkdown: v.downCount,
         lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
         type: 2, rate: ss?.rate.cur ?? 0, rate_max: ss?.rate.max ?? 0, lastsess: since(ss?.lastSessAt ?? 0),
+        qtime: 0, ctime: Math.round(tm?.ctime ?? 0), rtime: Math.round(tm?.rtime ?? 0), ttime: Math.round(tm?.ttime ?? 0),
         ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
         hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: 0,
         addr: srv.path !== '' ? `unix:${srv.path}` : `${srv.host}:${srv.port}`, mode: 'http', uweight: v.weight, srid: k + 1,
@@ -145,12 +148,16 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
       econ: totals.econ, eresp: totals.eresp, wretr: totals.wretr, wredis: 0, status: act > 0 ? 'UP' : 'DOWN', weight: totals.weight, act, bck: 0,
       chkdown: bs?.downs ?? 0, downtime: Math.floor((bs?.downMs ?? 0) / 1000),
-      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, rate: bs?.rate.cur ?? 0, rate_max: bs?.rate.max ?? 0, lastsess: since(bs?.lastSessAt ?? 0), hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
+      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, rate: bs?.rate.cur ?? 0, rate_max: bs?.rate.max ?? 0, lastsess: since(bs?.lastSessAt ?? 0),
+      qtime: 0, ctime: avg(times.ct, times.n), rtime: avg(times.rt, times.n), ttime: avg(times.tt, times.n),
+      hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
       hrsp_5xx: totals.h[4]!, hrsp_other: 0, req_tot: totals.lbtot, mode: 'http', algo: svc.balance, uweight: totals.weight,
     }))
   })
   return lines
 }
+
+const avg = (sum: number, n: number): number => (n === 0 ? 0 : Math.round(sum / n))
 
 /** HAProxy's lastsess: seconds since `at` (ms epoch), -1 for never. */
 function since (at: number): number {
@@ -266,49 +273,4 @@ function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): st
     return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, srv.check ? HCHK_STATUS[v.checkStatus] ?? 0 : 1, result, health, checkState,
       0, 0, 0, '-', srv.path !== '' ? 0 : srv.port, '-', 0, 0, '-', '-', 0].join(' ')
   })
-}
-
-const ESTABLISHED = '01'
-
-function hexAddr (hex: string): string {
-  const [a, p] = hex.split(':') as [string, string]
-  const port = parseInt(p, 16)
-  if (a.length === 8) {
-    const n = parseInt(a, 16)
-    return `${n & 0xff}.${(n >>> 8) & 0xff}.${(n >>> 16) & 0xff}.${n >>> 24}:${port}`
-  }
-  const words = a.match(/.{8}/g)!.map((w) => Buffer.from(w, 'hex').reverse())
-  const b = Buffer.concat(words)
-  if (isMappedV4(b)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}:${port}`
-  const groups: string[] = []
-  for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16))
-  return `[${groups.join(':')}]:${port}`
-}
-
-/**
- * `show sess`: one line per client connection open on an entry point, from
- * the kernel's socket table (uWS keeps no per-connection registry we could
- * read across workers). The backend and server of a connection are not known
- * here and print as HAProxy prints unset ones.
- */
-export async function showSess (ctx: AdminContext): Promise<string[]> {
-  const eps = ctx.config().entrypoints
-  const ports = new Map(eps.map((e) => [e.port, e.name]))
-  const lines: string[] = []
-  for (const [file, proto] of [['/proc/net/tcp', 'tcpv4'], ['/proc/net/tcp6', 'tcpv6']] as const) {
-    let text: string
-    try { text = await readFile(file, 'latin1') } catch { continue }
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/)
-      if (f.length < 10 || f[3] !== ESTABLISHED) continue
-      const local = f[1]!
-      const port = parseInt(local.split(':')[1]!, 16)
-      const fe = ports.get(port)
-      if (fe === undefined) continue
-      const src = hexAddr(f[2]!)
-      const p = src.startsWith('[') ? 'tcpv6' : proto === 'tcpv6' ? 'tcpv4' : proto
-      lines.push(`0x${Number(f[9]).toString(16)}: proto=${p} src=${src} fe=${fe} be=<NONE> srv=<none>`)
-    }
-  }
-  return lines
 }

@@ -1,8 +1,8 @@
 // lb's runtime socket beside a real HAProxy 2.6 (Debian package "haproxy")
 // under the same paced load: `show info` prints HAProxy's fields in its
 // order, and the `show stat` fields that HAProxy fills from time (rate,
-// rate_max, req_rate, req_rate_max, lastsess, chkfail, chkdown, downtime)
-// carry the same meaning in both. Plus the runtime details HAProxy defines:
+// rate_max, req_rate, req_rate_max, lastsess, chkfail, chkdown, downtime,
+// qtime/ctime/rtime/ttime) carry the same meaning in both. Plus the runtime details HAProxy defines:
 // srv_check_status 15 for L7OK, drain keeps srv_op_state 2, `set weight 50%`
 // of 1 is 0, smax is the peak of requests in flight.
 import assert from 'node:assert/strict'
@@ -147,13 +147,32 @@ fall = 1
     assert.equal(s1.chkdown, '0', `${name}: s1 chkdown`)
     assert.equal(s1.downtime, '0', `${name}: s1 downtime`)
     assert.equal(be.chkdown, '0', `${name}: BACKEND never down`)
+    // a server's bin/bout: what crossed its socket, heads included (a GET has no body)
+    assert.ok(Number(s1.bin) >= sent * 40, `${name}: s1 bin ${s1.bin} for ${sent} requests`)
+  }
+  // bout: every response as read, head and body: the same size each time (the server's answers only
+  // differ by their Date), well over the 3-byte body (the two proxies' requests differ, so their servers' answers do too)
+  for (const [name, x] of [['haproxy', h], ['lb', l]] as const) {
+    const per = Number(x.get('web/s1')!.bout) / Number(x.get('web/s1')!.lbtot)
+    assert.ok(Number.isInteger(per) && per > 60, `${name}: ${per} bytes per response`)
   }
 
-  // smax: the peak of requests in flight on a server (three slow requests at once)
-  await Promise.all([1, 2, 3].map(() => request(`${lbUrl}/slow`)))
-  const s1 = (await stat(a.sock)).get('web/s1')!
+  // smax: the peak of requests in flight on a server (three slow requests at once, to both)
+  await Promise.all([1, 2, 3].flatMap(() => [request(`${lbUrl}/slow`), request(`${hapUrl}/slow`)]))
+  const [h2, l2] = [await stat(hap.sock), await stat(a.sock)]
+  const s1 = l2.get('web/s1')!
   assert.ok(Number(s1.smax) >= 3, `s1 smax ${s1.smax}`)
   assert.equal(s1.scur, '0')
+  // qtime/ctime/rtime/ttime: averages (ms) over the last requests; the same load gives the same figures
+  // (about 3 × 1500 ms spread over the requests), no queue and reused connections in both
+  const hs1 = h2.get('web/s1')!
+  for (const [name, r] of [['haproxy', hs1], ['lb', s1], ['haproxy backend', h2.get('web/BACKEND')!], ['lb backend', l2.get('web/BACKEND')!]] as const) {
+    assert.equal(r.qtime, '0', `${name}: qtime`)
+    assert.ok(Number(r.ctime) <= 2, `${name}: ctime ${r.ctime}`)
+    const expected = (3 * 1500) / (sent + 3)
+    assert.ok(Math.abs(Number(r.rtime) - expected) <= Math.max(10, 0.4 * expected), `${name}: rtime ${r.rtime}, expected about ${expected}`)
+    assert.ok(Number(r.ttime) >= Number(r.rtime), `${name}: ttime ${r.ttime} >= rtime ${r.rtime}`)
+  }
 
   // show servers state: L7OK is check status 15 as in HAProxy; drain keeps the server running (op state 2)
   for (const s of [hap.sock, a.sock]) assert.equal(await sock(s, 'set server web/s1 state drain'), '\n')
