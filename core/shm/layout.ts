@@ -180,6 +180,9 @@ export const TIME_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 export const T_SUM = TIME_BUCKETS_S.length + 1 // after the +Inf bucket
 export const T_BYTES_IN = T_SUM + 1
 export const T_BYTES_OUT = T_SUM + 2
+// bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
+// requests_bytes_total): with it, `show stat` bin is what crossed the socket
+export const T_HEAD_IN = T_SUM + 3
 export const TIME_BLOCK = 16
 
 export const REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS // entry points first, then routers

@@ -13,7 +13,7 @@ import {
 } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
-import { recordRequest } from '../shm/request-stats.js'
+import { recordHeadIn, recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
@@ -274,6 +274,7 @@ export class DataPlane {
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0
     recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }
 }

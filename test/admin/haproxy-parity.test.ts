@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -150,6 +151,19 @@ fall = 1
     // a server's bin/bout: what crossed its socket, heads included (a GET has no body)
     assert.ok(Number(s1.bin) >= sent * 40, `${name}: s1 bin ${s1.bin} for ${sent} requests`)
   }
+  // FRONTEND bin: the clients' requests, heads included (HAProxy 2.6 counts its internal HTX form of
+  // them, a few bytes under the wire size; lb the wire size: below, to the byte)
+  const feIn = (x: Stat): number => Number(x.get('web/FRONTEND')!.bin) / sent
+  assert.ok(feIn(h) > 40 && feIn(l) >= feIn(h) && feIn(l) <= 1.2 * feIn(h), `request bytes per request: lb ${feIn(l)}, haproxy ${feIn(h)}`)
+  const raw = 'POST /in?x=1 HTTP/1.1\r\nHost: example\r\nContent-Length: 5\r\nX-Test: abc\r\n\r\nhello'
+  const before = Number(l.get('web/FRONTEND')!.bin)
+  await new Promise<void>((resolve, reject) => {
+    const c = net.connect(a.lb.port, '127.0.0.1', () => c.write(raw))
+    c.on('data', () => c.end())
+    c.on('close', () => resolve())
+    c.on('error', reject)
+  })
+  assert.equal(Number((await stat(a.sock)).get('web/FRONTEND')!.bin) - before, Buffer.byteLength(raw), 'bin counts a request to the byte')
   // bout: every response as read, head and body: the same size each time (the server's answers only
   // differ by their Date), well over the 3-byte body (the two proxies' requests differ, so their servers' answers do too)
   for (const [name, x] of [['haproxy', h], ['lb', l]] as const) {
