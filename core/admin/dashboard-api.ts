@@ -9,6 +9,7 @@ import type { ServiceConf } from '../config/dynamic.js'
 import { formatHostPort } from '../config/static.js'
 import type { AdminContext } from './context.js'
 import { VERSION } from './context.js'
+import { TEXT_ERRORS } from './dashboard-page.js'
 import type { Answer, Request, Route, Surface } from './http-server.js'
 import { serverUrl, serverView } from './server-view.js'
 import { goDuration, middlewareOptions, tcpRouters } from './traefik-view.js'
@@ -221,8 +222,7 @@ export function dashboardApi (ctx: AdminContext): Surface {
   return {
     name: 'dashboard API (Traefik v3 shapes)',
     routes,
-    notFound: () => ({ status: 404, text: '404 page not found\n' }),
-    methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
+    ...TEXT_ERRORS,
     internalError: (err) => traefikError(500, err.message),
   }
 }

@@ -8,6 +8,7 @@ import type { ServiceConf } from '../config/dynamic.js'
 import { C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_SELECTED } from '../shm/layout.js'
 import { sumServer } from '../shm/counters.js'
 import type { AdminContext } from './context.js'
+import { TEXT_ERRORS } from './dashboard-page.js'
 import type { Route, Surface } from './http-server.js'
 import { serverUrl, serverView } from './server-view.js'
 
@@ -94,8 +95,6 @@ export function dashboardData (ctx: AdminContext): Surface {
   return {
     name: 'dashboard data (lb)',
     routes,
-    notFound: () => ({ status: 404, text: '404 page not found\n' }),
-    methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
-    internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+    ...TEXT_ERRORS,
   }
 }

@@ -12,7 +12,7 @@ import { ConfigStore } from './config-store.js'
 import type { AdminContext } from './context.js'
 import { dashboardApi } from './dashboard-api.js'
 import { dashboardData } from './dashboard-data.js'
-import { dashboardPage } from './dashboard-page.js'
+import { TEXT_ERRORS, dashboardPage } from './dashboard-page.js'
 import { closeListener, startListener, type Surface } from './http-server.js'
 import type { GenStats } from '../gen/stats.js'
 import { type Metrics, createMetrics } from './metrics.js'
@@ -64,9 +64,7 @@ export async function startManagement (base: Base): Promise<Management> {
           method: 'GET', path: '/metrics', help: 'Prometheus metrics, all workers', mutates: false,
           handler: async () => ({ status: 200, text: await registry.metrics(), contentType: registry.contentType }),
         }],
-        notFound: () => ({ status: 404, text: '404 page not found\n' }),
-        methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
-        internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+        ...TEXT_ERRORS,
       })
     }
     if (surfaces.length > 0) await listen('dashboard', d.host, d.port, surfaces, d.insecure ? null : auth)
