@@ -56,6 +56,11 @@ export const DEFAULTS = {
     ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:' +
       'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
   },
+  entrypoint: {
+    // http/https: the path lb answers itself with 200 "OK" (GET and HEAD only, any host, before routing,
+    // not counted or logged); "off" routes that path like any other
+    health: '/health',
+  },
   websocket: {
     // largest client message, reassembled in memory by uWS before it is relayed (uWS's own default is 16 KiB);
     // a bigger one makes uWS close the connection at once. Messages from servers are streamed, never reassembled.

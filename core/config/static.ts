@@ -45,6 +45,8 @@ export interface EntryPointConf {
   readonly service: string
   /** http and https: largest WebSocket message a client may send, bytes */
   readonly wsMaxMessage: number
+  /** http and https: the path lb answers itself (GET/HEAD 200 "OK"); '' = off (also for tcp) */
+  readonly health: string
 }
 
 export interface HostPort { host: string, port: number }
@@ -107,7 +109,7 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
   const seen = new Set<string>()
   for (const [name, v] of Object.entries(eps)) {
     const p = join('entrypoints', name)
-    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message'])
+    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message', 'health'])
     const address = c.string(t, 'address', p)
     const hp = parseHostPort(address)
     if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080"', address)
@@ -126,13 +128,20 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
       if (t.tls === undefined) c.problems.push(`${join(p, 'tls')}: expected a table with cert and key (required for protocol = "https"), found nothing`)
       else tls = checkTls(c, t.tls, join(p, 'tls'), baseDir)
     } else only('tls', 'https')
+    let health = ''
     if (protocol === 'tcp') {
       service = c.string(t, 'service', p)
       only('websocket_max_message', 'http" or "https')
-    } else only('service', 'tcp')
+      only('health', 'http" or "https')
+    } else {
+      only('service', 'tcp')
+      const h = t.health ?? DEFAULTS.entrypoint.health
+      if (typeof h !== 'string' || (h !== 'off' && !/^\/[^\s?#]*$/.test(h))) c.problem(join(p, 'health'), 'a path like "/health", or "off"', t.health)
+      else health = h === 'off' ? '' : h
+    }
     const wsMaxMessage = c.size(t, 'websocket_max_message', p, DEFAULTS.websocket.maxMessageBytes)
     if (wsMaxMessage < 1 || wsMaxMessage > 1024 ** 3) c.problem(join(p, 'websocket_max_message'), 'a size from 1 byte to "1G"', t.websocket_max_message)
-    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage })
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health })
   }
   if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
   return out

@@ -13,7 +13,7 @@ import {
 } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
-import { recordRequest } from '../shm/request-stats.js'
+import { recordHeadIn, recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
@@ -70,6 +70,8 @@ export class DataPlane {
   /** compiled routes by entry point index (Ctx.epSlot) */
   readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
+  /** the path each entry point answers itself ('' = none), by entry point index */
+  readonly #health: string[] = []
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -95,6 +97,7 @@ export class DataPlane {
     })
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
+      this.#health[i] = ep.health
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
     })
   }
@@ -164,8 +167,9 @@ export class DataPlane {
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
     // before /health too: a request whose framing is ambiguous is refused whatever it asks for
     const fault = checkRequest(ctx)
-    if (fault === null && ctx.path === '/health') {
-      // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
+    const health = this.#health[ctx.epSlot]
+    if (fault === null && health !== undefined && health !== '' && ctx.path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
       return
     }
@@ -274,6 +278,7 @@ export class DataPlane {
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0
     recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }
 }
