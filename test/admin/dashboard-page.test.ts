@@ -4,12 +4,10 @@
 // error rate and latency. LB_DASHBOARD_SCREENSHOT=file.png saves what it shows.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync, writeFileSync } from 'node:fs'
 import { test } from 'node:test'
 import WebSocket from 'ws'
-import { request, sleep } from '../helpers.js'
+import { request, sleep, tempDir } from '../helpers.js'
 import { backends, requireTool, startAdminLb } from './util.js'
 
 interface Cdp {
@@ -18,10 +16,11 @@ interface Cdp {
 }
 
 async function startChromium (bin: string): Promise<{ proc: ChildProcess, port: number, dir: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-chromium-'))
+  const dir = tempDir('lb-chromium-')
   const proc = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-dev-shm-usage', `--user-data-dir=${dir}`, '--remote-debugging-port=0',
-    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    // its own temporary files (org.chromium.Chromium.*) go into the folder removed after the test
+    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir } })
   let err = ''
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chromium did not start: ${err}`)), 20_000)
@@ -57,7 +56,8 @@ async function connect (port: number, url: string): Promise<Cdp> {
 }
 
 test('dashboard page: routers, server health and live charts in headless Chromium', { timeout: 60_000 }, async (t) => {
-  const bin = requireTool('chromium', 'chromium')
+  const bin = requireTool(t, 'chromium', 'chromium')
+  if (bin === null) return
   const [b1] = await backends(1)
   const config = `[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"

@@ -142,7 +142,7 @@ function socat (path: string, text: string): Promise<string> {
 }
 
 test('runtime socket: every command replies in full to a client that half-closes right after it (echo cmd | socat)', async (t) => {
-  requireTool('socat', 'socat')
+  if (requireTool(t, 'socat', 'socat') === null) return
   const [b1, b2] = await backends(2)
   const a = await startAdminLb(simpleConfig([b1!.address, b2!.address]))
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
