@@ -11,6 +11,8 @@ npm run build || exit 1
 files=("$@")
 [ ${#files[@]} -eq 0 ] && mapfile -t files < <(find dist/test -name '*.test.js' | sort)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/lb-tests-XXXXXX") || exit 1
+# others may enter it: the install test runs lb as the user nobody from a folder in it
+chmod 0755 "$tmp"
 TMPDIR=$tmp node --test --test-concurrency=1 --test-timeout=120000 "${files[@]}"
 status=$?
 left=$(find "$tmp" -mindepth 1 -maxdepth 1 -printf '  %f\n' | sort)

@@ -6,6 +6,7 @@
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
 import { C_RESP_1XX, C_RETRIES, G_READING, statusClass } from '../shm/layout.js'
+import { noServerReason } from '../shm/server-why.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
@@ -93,7 +94,7 @@ export class ProxyExchange implements Exchange {
     const idx = this.#dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
-      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name, why: noServerReason(this.#dp.shm.i32, svc.servers, svc.conf.healthCheck, now()) })
       return
     }
     const server = svc.servers[idx]!
