@@ -2,7 +2,7 @@
 // compiled CLI (`lb run -c FILE`) as a child process, exactly as a user would;
 // startBackend() runs a node:http server with a scripted handler.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -217,4 +217,19 @@ service = "web"
 ${service}
 ${servers.map((s, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "${s}"\ncheck = false\n`).join('\n')}
 ${extra}`
+}
+
+/**
+ * The shipped conf/lb.toml with each of its fixed loopback ports (8080, 5555,
+ * 8081, 9001, 9002) swapped for a free one, as other tests run on this machine;
+ * `ports` maps each shipped port to the one used.
+ */
+export async function shippedConfig (): Promise<{ text: string, ports: Map<number, number> }> {
+  let text = readFileSync(join(ROOT, 'conf', 'lb.toml'), 'utf8')
+  const ports = new Map<number, number>()
+  for (const p of [8080, 5555, 8081, 9001, 9002]) {
+    ports.set(p, await freePort())
+    text = text.replaceAll(`"127.0.0.1:${p}"`, `"127.0.0.1:${ports.get(p)}"`)
+  }
+  return { text, ports }
 }

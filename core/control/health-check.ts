@@ -138,7 +138,9 @@ export class HealthChecker {
       finish(0, req.socket?.connecting === false ? 'L7TOUT' : 'L4TOUT')
     })
     // a request that fails once connected (reset, garbage) is an invalid answer, not a failed connect
-    req.on('error', (err) => finish(0, req.socket?.connecting === false ? 'L7RSP' : 'L4CON', err))
+    let connected = false
+    req.once('socket', (sock) => sock.once('connect', () => { connected = true }))
+    req.on('error', (err) => finish(0, connected ? 'L7RSP' : 'L4CON', err))
     req.end()
   }
 

@@ -10,19 +10,11 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ROOT, freePort, request, tempDir } from '../helpers.js'
+import { ROOT, request, shippedConfig, tempDir } from '../helpers.js'
 import { requireTool } from '../admin/util.js'
 
 const NOBODY = 65534
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
-
-/** The shipped config with its fixed ports swapped for free ones (other tests run on this machine). */
-async function shippedConfig (): Promise<{ text: string, port: number }> {
-  let text = readFileSync(join(ROOT, 'conf', 'lb.toml'), 'utf8')
-  const port = await freePort()
-  for (const p of ['8080', '5555', '8081', '9001', '9002']) text = text.replaceAll(`127.0.0.1:${p}"`, `127.0.0.1:${p === '8080' ? port : await freePort()}"`)
-  return { text, port }
-}
 
 /** The unit's Exec lines, as argv. */
 function unitCommand (unit: string, key: string): string[] {
@@ -71,7 +63,8 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     if (process.getuid?.() !== 0) { t.skip('needs root to switch to the user nobody (setpriv)'); return }
     const etc = join(root, 'etc', 'lb')
     mkdirSync(etc, { recursive: true })
-    const { text, port } = await shippedConfig()
+    const { text, ports } = await shippedConfig()
+    const port = ports.get(8080)!
     writeFileSync(join(etc, 'lb.toml'), text)
     chmodSync(join(etc, 'lb.toml'), 0o444)
     chmodSync(etc, 0o555)
