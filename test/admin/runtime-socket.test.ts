@@ -120,19 +120,8 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
   assert.deepEqual(await adminState(), ['maint', 'ready'])
 })
 
-/** Sends `text` and half-closes at once (net end()), as `echo cmd | socat` does; resolves with everything until the server closes. */
-function halfClose (path: string, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(path)
-    let out = ''
-    c.setEncoding('utf8')
-    c.on('data', (d: string) => { out += d })
-    c.on('error', reject)
-    c.on('close', () => resolve(out))
-    c.on('connect', () => c.end(text))
-    c.setTimeout(10_000, () => reject(new Error(`no close within 10 s after ${JSON.stringify(text)}: ${JSON.stringify(out)}`)))
-  })
-}
+/** `echo cmd | socat`: the client's input ends right after the command. */
+const halfClose = (path: string, text: string): Promise<string> => sock(path, text, true)
 
 function socat (path: string, text: string): Promise<string> {
   return new Promise((resolve, reject) => {

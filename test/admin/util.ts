@@ -87,8 +87,12 @@ export async function restartLb (a: AdminLb, opts: LbOptions = {}): Promise<Admi
   return { ...a, lb }
 }
 
-/** Sends one line on the runtime socket and returns everything until the server closes. */
-export function sock (path: string, line: string): Promise<string> {
+/**
+ * Sends one line on the runtime socket, keeping its input open, and returns
+ * everything until the server closes. `halfClose`: sends `line` as given (add
+ * the newline) and ends the input at once, as `echo cmd | socat` does.
+ */
+export function sock (path: string, line: string, halfClose = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const c = net.connect(path)
     let out = ''
@@ -96,7 +100,8 @@ export function sock (path: string, line: string): Promise<string> {
     c.on('data', (d: string) => { out += d })
     c.on('error', reject)
     c.on('close', () => resolve(out))
-    c.on('connect', () => c.write(line + '\n'))
+    c.on('connect', () => halfClose ? c.end(line) : c.write(line + '\n'))
+    c.setTimeout(10_000, () => reject(new Error(`no close within 10 s after ${JSON.stringify(line)}: ${JSON.stringify(out)}`)))
   })
 }
 
