@@ -13,6 +13,8 @@ export const ERRORS = {
   // start-up
   LB_ERR_UWS_FALLBACK: { status: 0, message: 'uWebSockets.js native binary did not load ({reason}); refusing to run on its slow JS fallback' },
   LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
+  LB_ERR_PATH: { status: 0, message: 'cannot write {problems}' },
+  LB_ERR_STARTUP: { status: 0, message: 'start-up failed: {reason}' },
   // TLS, WebSocket, TCP (core/worker/listeners.ts, ws-proxy.ts, tcp-proxy.ts)
   LB_ERR_TLS: { status: 0, message: 'entry point {entrypoint}: cannot use its TLS certificates ({reason})' },
   LB_ERR_WS_BACKPRESSURE: { status: 0, message: 'WebSocket closed with 1013: more than {limit} bytes from the client waited for a slow server' },
@@ -29,7 +31,7 @@ export const ERRORS = {
   LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
   LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
-  LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}' },
+  LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}: {why}' },
   LB_ERR_UPSTREAM_CONNECT: { status: 502, message: 'cannot connect to upstream server' },
   LB_ERR_UPSTREAM_RESET: { status: 502, message: 'upstream server closed the connection' },
   LB_ERR_UPSTREAM_PROTOCOL: { status: 502, message: 'upstream server sent an invalid response' },

@@ -5,6 +5,8 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
 import { loadConfigAsync } from './config/load.js'
+import { unwritablePaths } from './config/paths.js'
+import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
@@ -46,6 +48,8 @@ export async function run (configPath: string): Promise<Running> {
   const startedAt = Date.now()
   const log = createLogger(config.global.logLevel)
   loadUws() // fail before starting anything when the native binary cannot load
+  const unwritable = unwritablePaths(config)
+  if (unwritable.length > 0) throw lbError('LB_ERR_PATH', { problems: unwritable.join('; ') })
   mkdirSync(config.global.stateDir, { recursive: true })
   const shm = createShm(config.global.workers)
   const slots = new SlotRegistry(shm)

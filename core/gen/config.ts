@@ -4,9 +4,9 @@
 // those defaults. Relative paths resolve against the config file's folder.
 
 import { homedir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { existsSync } from 'node:fs'
-import { type Checker, join as joinPath, parseDuration } from '../config/check.js'
+import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
 import { parseModelName } from './names.js'
 
 export interface GenerationConf {
@@ -67,7 +67,7 @@ export function parseKeepAlive (s: string): number {
 
 export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir: string): GenerationConf {
   const t = c.table(raw, path, KEYS)
-  const abs = (p: string): string => (p === '' || isAbsolute(p) ? p : resolve(baseDir, p))
+  const abs = (p: string): string => (p === '' ? p : resolvePath(baseDir, p))
 
   const listen = c.string(t, 'listen', path, '')
   if (listen !== '' && (!LISTEN.test(listen) || Number(LISTEN.exec(listen)![2]) > 65535)) {

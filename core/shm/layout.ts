@@ -73,6 +73,7 @@ export const S_CHECK_MS = 9 // duration of the last check in ms
 export const S_CHECK_FAILS = 10 // failed checks (chkfail)
 export const S_DOWN_COUNT = 11 // UP→DOWN transitions (chkdown)
 export const S_CHECK_STATUS = 12 // CHECK_STATUS_* below (HAProxy check_status)
+export const S_CHECK_ERRNO = 13 // errno of the last check's failed connect or request (0 = none), os.constants.errno
 export const SRV_WORDS = 16
 
 export const ADMIN_READY = 0

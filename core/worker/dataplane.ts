@@ -158,7 +158,13 @@ export class DataPlane {
    */
   failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive = true): void {
     this.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
-    if (passive) recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+    if (passive && recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)) {
+      const c = server.conf
+      this.log.warn('server out of rotation (passive health)', {
+        service: svc.conf.name, server: c.name, address: c.address,
+        reason: `${c.name} ${c.address}: ${c.maxFails} failed requests within ${c.failTimeoutMs / 1000}s (max_fails); back in ${c.failTimeoutMs / 1000}s`,
+      })
+    }
   }
 
   /** Entry for every request of every HTTP entry point. */
@@ -219,7 +225,7 @@ export class DataPlane {
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
     const svc = target.service
     if (svc === null) {
-      this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)' })
+      this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
       return
     }
     ctx.service = svc.conf.name

@@ -8,6 +8,7 @@ import { now } from '../clock.js'
 import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import { C_RESP_1XX, C_RETRIES, G_READING, statusClass } from '../shm/layout.js'
 import { recordServerTimes } from '../shm/request-stats.js'
+import { noServerReason } from '../shm/server-why.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
@@ -99,7 +100,7 @@ export class ProxyExchange implements Exchange {
     const idx = this.#dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
-      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name, why: noServerReason(this.#dp.shm.i32, svc.servers, svc.conf.healthCheck, now()) })
       return
     }
     const server = svc.servers[idx]!

@@ -8,12 +8,10 @@
 // LB_DASHBOARD_SCREENSHOT=file.png saves what it shows.
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync, writeFileSync } from 'node:fs'
 import { test } from 'node:test'
 import WebSocket from 'ws'
-import { request, sleep, startBackend } from '../helpers.js'
+import { request, sleep, startBackend, tempDir } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
 
 interface Cdp {
@@ -22,10 +20,10 @@ interface Cdp {
 }
 
 async function startChromium (bin: string): Promise<{ proc: ChildProcess, port: number, dir: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-chromium-'))
+  const dir = tempDir('lb-chromium-')
   const proc = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-dev-shm-usage', `--user-data-dir=${dir}`, '--remote-debugging-port=0',
-    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir } }) // its own temporary files go into the folder removed after the test
   let err = ''
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chromium did not start: ${err}`)), 20_000)
@@ -61,7 +59,8 @@ async function connect (port: number, url: string): Promise<Cdp> {
 }
 
 test('dashboard page: history, per-server detail and admin states in headless Chromium', { timeout: 90_000 }, async (t) => {
-  const bin = requireTool('chromium', 'chromium')
+  const bin = requireTool(t, 'chromium', 'chromium')
+  if (bin === null) return
   const b1 = await startBackend('b1', (req, res) => { req.resume(); res.statusCode = req.url === '/nf' ? 404 : 200; res.end('b1\n') })
   const [b2, b3] = await backends(2)
   const config = `[entrypoints.web]

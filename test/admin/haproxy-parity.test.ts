@@ -22,8 +22,7 @@ const EXTRA = ['TotalBytesIn', 'CurrStreams', 'CumStreams', 'NbThreadGroups']
 
 interface Hap { proc: ChildProcess, sock: string, port: number, dir: string }
 
-async function startHaproxy (servers: string[]): Promise<Hap> {
-  const bin = requireTool('haproxy', 'haproxy')
+async function startHaproxy (bin: string, servers: string[]): Promise<Hap> {
   const dir = mkdtempSync(join(tmpdir(), 'lb-haproxy-'))
   const port = await freePort()
   const path = join(dir, 'h.sock')
@@ -71,6 +70,8 @@ async function stat (path: string): Promise<Stat> {
 const keys = (info: string): string[] => info.trim().split('\n').map((l) => l.slice(0, l.indexOf(':')))
 
 test('show info and show stat beside HAProxy 2.6 under the same load', { timeout: 60_000 }, async (t) => {
+  const bin = requireTool(t, 'haproxy', 'haproxy')
+  if (bin === null) return
   const slow = (ms: number) => (req: Parameters<NonNullable<Parameters<typeof startBackend>[1]>>[0], res: Parameters<NonNullable<Parameters<typeof startBackend>[1]>>[1]) => {
     req.resume()
     setTimeout(() => res.end('ok\n'), req.url === '/slow' ? ms : 0)
@@ -79,7 +80,7 @@ test('show info and show stat beside HAProxy 2.6 under the same load', { timeout
   const b2 = await startBackend('b2')
   const dead = `127.0.0.1:${await freePort()}` // nothing listens: checks fail
   const backendsUsed: Backend[] = [b1, b2]
-  const hap = await startHaproxy([b1.address, b2.address, dead])
+  const hap = await startHaproxy(bin, [b1.address, b2.address, dead])
   const a = await startAdminLb(`[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [routers.web]

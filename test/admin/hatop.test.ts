@@ -10,8 +10,7 @@ import { getMany, sleep } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
 
 test('hatop: every view renders lb\'s runtime socket', { timeout: 60_000 }, async (t) => {
-  requireTool('hatop', 'hatop')
-  requireTool('tmux', 'tmux')
+  if (requireTool(t, 'hatop', 'hatop') === null || requireTool(t, 'tmux', 'tmux') === null) return
   const [b1, b2] = await backends(2)
   const config = `[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
