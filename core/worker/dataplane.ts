@@ -27,6 +27,8 @@ import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
+import { checkHost } from './request-host.js'
+import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
 
 export interface ServerRuntime {
@@ -69,6 +71,8 @@ export class DataPlane {
   /** compiled routes by entry point index (Ctx.epSlot) */
   readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
+  /** request-path settings by entry point index */
+  readonly #pathPolicies: PathPolicy[] = []
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -95,6 +99,7 @@ export class DataPlane {
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
+      this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
   }
 
@@ -161,10 +166,15 @@ export class DataPlane {
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
-    if (ctx.path === '/health') {
-      // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
-      client.send(200, TEXT, HEALTH_BODY)
-      return
+    // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
+    const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
+    if (typeof path === 'string') {
+      ctx.path = path
+      if (path === '/health') {
+        // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
+        client.send(200, TEXT, HEALTH_BODY)
+        return
+      }
     }
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
@@ -174,6 +184,15 @@ export class DataPlane {
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
       this.error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
+      return
+    }
+    if (typeof path !== 'string') {
+      this.error(ctx, client, 'LB_ERR_BAD_PATH', { reason: path.reason })
+      return
+    }
+    const badHost = checkHost(ctx)
+    if (badHost !== '') {
+      this.error(ctx, client, 'LB_ERR_BAD_HOST', { reason: badHost })
       return
     }
     // an entry point this generation does not have (a connection accepted before a reload removed it) routes nowhere
