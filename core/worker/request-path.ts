@@ -16,6 +16,7 @@
 // an allowed one is kept encoded, never decoded), malformed escapes, raw
 // control characters, space, backslash, "#" and non-ASCII characters.
 // The query is not this module's: it is forwarded byte for byte.
+import { DEFAULTS } from '../config/defaults.js'
 import type { RequestPathConf } from '../config/static.js'
 
 const SLASH = 0x2f
@@ -55,10 +56,7 @@ export function compilePathPolicy (conf: RequestPathConf): PathPolicy {
 }
 
 /** The default policy: for a request on an entry point the current generation no longer has. */
-export const DEFAULT_POLICY: PathPolicy = compilePathPolicy({
-  mergeSlashes: true,
-  allowEncoded: { slash: false, backSlash: false, nullCharacter: false, semicolon: false, percent: false, questionMark: false, hash: false },
-})
+export const DEFAULT_POLICY: PathPolicy = compilePathPolicy(DEFAULTS.requestPath)
 
 /** p[i] (a ".") starts a "." or ".." segment: it runs to the next "/" or the end. */
 function dotSegmentAt (p: string, i: number): boolean {
