@@ -36,7 +36,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 4
+export const LAYOUT_VERSION = 5
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 export const MAX_SERVERS = 1024
@@ -147,7 +147,17 @@ export const C_RETRIES = 10 // retries away from this server (wretr)
 // other workers write moves the line between cores, ~85 ns against 3 ns for
 // a plain add to the own stripe (bench/micro/shm-contention.bench.ts).
 export const C_INFLIGHT = 11
-export const SRV_COUNTERS = 12
+// HAProxy's ctime/rtime/ttime: per thread, a sliding sum over the last
+// TIME_SAMPLES answered requests (HAProxy's swrate: sum += v - sum / N), in ms:
+// connect (0 on a reused connection), request sent to response head, and
+// request start to end. C_TIMED counts the requests measured; the average of
+// a server is sum(C_*_SUM) / sum(min(C_TIMED, TIME_SAMPLES)) over the stripes.
+export const C_CT_SUM = 12
+export const C_RT_SUM = 13
+export const C_TT_SUM = 14
+export const C_TIMED = 15
+export const TIME_SAMPLES = 1024
+export const SRV_COUNTERS = 16
 
 // Request rows: one f64 counter per (method, code) for each entry point
 // (index = position in the config, static) and each router (slot). Codes not
@@ -170,6 +180,9 @@ export const TIME_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 export const T_SUM = TIME_BUCKETS_S.length + 1 // after the +Inf bucket
 export const T_BYTES_IN = T_SUM + 1
 export const T_BYTES_OUT = T_SUM + 2
+// bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
+// requests_bytes_total): with it, `show stat` bin is what crossed the socket
+export const T_HEAD_IN = T_SUM + 3
 export const TIME_BLOCK = 16
 
 export const REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS // entry points first, then routers

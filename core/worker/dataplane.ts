@@ -13,7 +13,7 @@ import {
 } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
-import { recordRequest } from '../shm/request-stats.js'
+import { recordHeadIn, recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
@@ -27,6 +27,7 @@ import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
+import { checkRequest } from './request-check.js'
 import { checkHost } from './request-host.js'
 import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
@@ -71,6 +72,8 @@ export class DataPlane {
   /** compiled routes by entry point index (Ctx.epSlot) */
   readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
+  /** the path each entry point answers itself ('' = none), by entry point index */
+  readonly #health: string[] = []
   /** request-path settings by entry point index */
   readonly #pathPolicies: PathPolicy[] = []
   readonly services = new Map<string, ServiceRuntime>()
@@ -98,6 +101,7 @@ export class DataPlane {
     })
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
+      this.#health[i] = ep.health
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
       this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
@@ -166,20 +170,22 @@ export class DataPlane {
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
+    // before /health too: a request whose framing is ambiguous is refused whatever it asks for
+    const fault = checkRequest(ctx)
     // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
     const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
-    if (typeof path === 'string') {
-      ctx.path = path
-      if (path === '/health') {
-        // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
-        client.send(200, TEXT, HEALTH_BODY)
-        return
-      }
+    if (typeof path === 'string') ctx.path = path
+    const health = this.#health[ctx.epSlot]
+    if (fault === null && health !== undefined && health !== '' && path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
+      client.send(200, TEXT, HEALTH_BODY)
+      return
     }
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
-    if (ctx.contentLength === -2) {
-      this.error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
+    if (fault !== null) {
+      // the connection is closed after the answer: what follows on it cannot be framed safely
+      this.error(ctx, client, fault.code, fault.params, true)
       return
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
@@ -289,6 +295,7 @@ export class DataPlane {
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0
     recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }
 }

@@ -1,6 +1,6 @@
 // The Host of a request, checked once before routing (DataPlane.handle). RFC
 // 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host,
-// with more than one, or with an invalid value. A value that is not a host
+// with more than one (request-check.ts refuses that), or with an invalid value. A value that is not a host
 // ("evil.com/x", "good evil", "a b:80") must reach neither a backend nor a
 // redirect's Location, where it would change the URL the client is sent to.
 //
@@ -62,16 +62,18 @@ export function hostProblem (v: string): string {
 let lastValid = '\0'
 
 /**
- * Checks the request's Host header lines: exactly one, with a valid value.
- * Returns the reason for a 400, or '' (then ctx.host has no trailing dot).
+ * Checks the request's Host header: present, with a valid value (a second one
+ * was refused before, by request-check.ts). Returns the reason for a 400, or ''
+ * (then ctx.host has no trailing dot).
  */
 export function checkHost (ctx: Ctx): string {
   const h = ctx.headers
   let value: string | null = null
   for (let i = 0; i < h.length; i += 2) {
-    if (h[i] !== 'host') continue
-    if (value !== null) return 'more than one Host header'
-    value = h[i + 1]!
+    if (h[i] === 'host') {
+      value = h[i + 1]!
+      break
+    }
   }
   if (value === null) return 'no Host header (HTTP/1.1 requires one)'
   if (value !== lastValid) {
