@@ -12,33 +12,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, freePort, sleep, startBackend, startLb } from '../helpers.js'
+import { type RawResponse, exchange } from './raw-http.js'
 
 const SECRET = 'the secret of private/secret.txt\n'
 
-interface Raw { status: number, head: string, body: string }
-
-/** Sends `head` (request line and headers, without the final CRLF) with Connection: close over a raw socket; the whole answer. */
-function raw (port: number, head: string | Buffer): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const bytes = typeof head === 'string' ? Buffer.from(head, 'latin1') : head
-    const s = net.connect(port, '127.0.0.1', () => s.write(Buffer.concat([bytes, Buffer.from('\r\nconnection: close\r\n\r\n')])))
-    const parts: Buffer[] = []
-    const answer = (): Raw => {
-      const text = Buffer.concat(parts).toString('latin1')
-      const end = text.indexOf('\r\n\r\n')
-      return { status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0), head: text.slice(0, end), body: text.slice(end + 4) }
-    }
-    s.on('data', (d: Buffer) => {
-      parts.push(d)
-      // complete once the head and a Content-Length body are in (an answer to an upgrade request may keep the connection)
-      const r = answer()
-      const len = /\r\ncontent-length: (\d+)/i.exec(r.head)
-      if (len !== null && r.body.length >= Number(len[1])) s.destroy()
-    })
-    s.on('error', reject)
-    s.on('close', () => resolve(answer()))
-    s.setTimeout(5000, () => s.destroy(new Error(`no answer to ${JSON.stringify(bytes.toString('latin1'))}`)))
-  })
+/** Sends `head` (request line and headers, without the final CRLF) with Connection: close over a raw socket; the answer. */
+async function raw (port: number, head: string | Buffer): Promise<RawResponse> {
+  const bytes = typeof head === 'string' ? Buffer.from(head, 'latin1') : head
+  const a = await exchange(port, Buffer.concat([bytes, Buffer.from('\r\nconnection: close\r\n\r\n')]), { ms: 5000 })
+  assert.ok(a.responses.length > 0, `no answer to ${JSON.stringify(bytes.toString('latin1'))}: ${JSON.stringify(a.text)}`)
+  return a.responses[0]!
 }
 
 /** `python3 -m http.server` serving `dir` on a free loopback port; resolves once it accepts connections. */
