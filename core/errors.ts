@@ -30,6 +30,9 @@ export const ERRORS = {
   LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },
   LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
   LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
+  // request path and Host, decided before routing (core/worker/request-path.ts, request-host.ts)
+  LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
+  LB_ERR_BAD_HOST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
   LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}: {why}' },
   LB_ERR_UPSTREAM_CONNECT: { status: 502, message: 'cannot connect to upstream server' },

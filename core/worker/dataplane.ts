@@ -28,6 +28,8 @@ import { ProxyExchange } from './proxy.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
 import { checkRequest } from './request-check.js'
+import { checkHost } from './request-host.js'
+import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
 
 export interface ServerRuntime {
@@ -72,6 +74,8 @@ export class DataPlane {
   readonly #epIndex = new Map<string, number>()
   /** the path each entry point answers itself ('' = none), by entry point index */
   readonly #health: string[] = []
+  /** request-path settings by entry point index */
+  readonly #pathPolicies: PathPolicy[] = []
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -99,6 +103,7 @@ export class DataPlane {
       this.#epIndex.set(ep.name, i)
       this.#health[i] = ep.health
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
+      this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
   }
 
@@ -173,8 +178,11 @@ export class DataPlane {
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
     // before /health too: a request whose framing is ambiguous is refused whatever it asks for
     const fault = checkRequest(ctx)
+    // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
+    const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
+    if (typeof path === 'string') ctx.path = path
     const health = this.#health[ctx.epSlot]
-    if (fault === null && health !== undefined && health !== '' && ctx.path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+    if (fault === null && health !== undefined && health !== '' && path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
       return
@@ -188,6 +196,15 @@ export class DataPlane {
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
       this.error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
+      return
+    }
+    if (typeof path !== 'string') {
+      this.error(ctx, client, 'LB_ERR_BAD_PATH', { reason: path.reason })
+      return
+    }
+    const badHost = checkHost(ctx)
+    if (badHost !== '') {
+      this.error(ctx, client, 'LB_ERR_BAD_HOST', { reason: badHost })
       return
     }
     // an entry point this generation does not have (a connection accepted before a reload removed it) routes nowhere
