@@ -10,10 +10,11 @@
 import type { MessagePort } from 'node:worker_threads'
 import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
 import { grammarFor, windDownBiases, windDownReserve } from './grammar.js'
-import { acquire, host, release } from './model-host.js'
+import { formatError } from '../errors.js'
+import { acquire, host, release, type Hosted } from './model-host.js'
 import { buildInput } from './prompt.js'
 import { PieceBuffer } from './pieces.js'
-import type { DoneReason, JobResult, JobSpec, RunnerConf, Sampling } from './protocol.js'
+import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from './protocol.js'
 
 const now = (): bigint => process.hrtime.bigint()
 
@@ -33,23 +34,41 @@ export function samplingOptions (s: Sampling, contextSize: number): LlamaComplet
 }
 
 const empty = (doneReason: DoneReason, loadNs: number): JobResult =>
-  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null })
+  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null, truncated: false })
+
+/** Ollama's deprecated `context` is client data: an id outside the vocabulary would fail inside llama.cpp's decode. */
+function checkContext (h: Hosted, job: JobSpec): void {
+  if (job.context === null || h.vocabSize === 0) return
+  for (const t of job.context) {
+    if (t >= h.vocabSize) throw statusError(400, formatError('LB_ERR_GEN_CONTEXT_TOKEN', { token: t, model: job.model, max: h.vocabSize - 1 }))
+  }
+}
+
+/** Prompt tokens a job may evaluate: LlamaCompletion keeps at most 90% of the context for the input, BOS included. */
+function promptLimit (ctxSize: number, conf: RunnerConf): number {
+  const fits = ctxSize - Math.max(1, Math.floor(ctxSize / 10)) - 1
+  return conf.maxPromptTokens > 0 ? Math.min(fits, conf.maxPromptTokens) : fits
+}
 
 export async function generate (id: number, job: JobSpec, conf: RunnerConf, port: MessagePort, signal: AbortSignal): Promise<JobResult> {
   if (signal.aborted) return empty('cancel', 0)
   const { h, loadNs } = await host(job.modelPath)
   if (job.kind === 'load') return empty('load', loadNs)
   if (signal.aborted) return empty('cancel', loadNs)
+  checkContext(h, job)
   const lease = await acquire(h, job.numCtx, conf)
   const completion = new LlamaCompletion({ contextSequence: lease.seq })
   const pieces = job.stream ? new PieceBuffer(id, port, conf.streamBatchMs) : null
   try {
-    const input = buildInput(h, job)
     const ctxSize = lease.seq.contextSize
+    const limit = promptLimit(ctxSize, conf)
+    const input = buildInput(h, job, limit)
+    if (input.cut && !job.truncate) {
+      throw statusError(400, formatError('LB_ERR_GEN_PROMPT_TOO_LONG', { limit, why: conf.maxPromptTokens > 0 && conf.maxPromptTokens <= limit ? 'generation.max_prompt_tokens' : `num_ctx ${ctxSize}` }))
+    }
     const grammar = job.format === null ? undefined : await grammarFor(job.format)
-    // Tokens the reply may use: num_predict, and what the context leaves after the prompt
-    // (+ BOS; LlamaCompletion keeps at most 90% of the context for the prompt, dropping its start).
-    const promptLen = Math.min(input.tokens.length + 1, ctxSize - Math.max(1, Math.floor(ctxSize / 10)))
+    // Tokens the reply may use: num_predict, and what the context leaves after the prompt (+ BOS).
+    const promptLen = input.tokens.length + 1
     const room = Math.max(1, ctxSize - promptLen)
     const budget = job.numPredict > 0 ? Math.min(job.numPredict, room) : room
     const windAt = budget - windDownReserve(budget)
@@ -89,6 +108,7 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
       promptNs: Number(firstAt - start),
       evalNs: Number(end - firstAt),
       context: generated === null ? null : [...input.tokens, ...generated],
+      truncated: input.cut,
     }
   } finally {
     pieces?.flush()

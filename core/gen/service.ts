@@ -63,7 +63,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   let readyWaiters: Array<() => void> = []
   const supervisor = new Supervisor(
     new URL('./runner.js', import.meta.url),
-    { workers: conf.workers, threads: conf.threads, parallel: conf.parallel, contexts: conf.contexts, streamBatchMs: conf.streamBatchMs },
+    { workers: conf.workers, threads: conf.threads, parallel: conf.parallel, contexts: conf.contexts, streamBatchMs: conf.streamBatchMs, maxPromptTokens: conf.maxPromptTokens },
     conf.restartDelayMs, conf.restartDelayMaxMs, glog,
     {
       ready: () => {
