@@ -9,7 +9,8 @@
 
 import type { MessagePort } from 'node:worker_threads'
 import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
-import { grammarFor, windDownBiases, windDownReserve } from './grammar.js'
+import { FormatBudget } from './format-budget.js'
+import { grammarFor } from './grammar.js'
 import { formatError } from '../errors.js'
 import { acquire, host, release, type Hosted } from './model-host.js'
 import { buildInput } from './prompt.js'
@@ -71,8 +72,8 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     const promptLen = input.tokens.length + 1
     const room = Math.max(1, ctxSize - promptLen)
     const budget = job.numPredict > 0 ? Math.min(job.numPredict, room) : room
-    const windAt = budget - windDownReserve(budget)
-    const biases = grammar === undefined ? null : windDownBiases(h.model)
+    const fmt = job.format === null ? null : new FormatBudget(job.format, h.model, budget)
+    let text = ''
 
     let evalTokens = 0
     let firstAt = 0n
@@ -83,25 +84,41 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
       disableContextShift: true,
       customStopTriggers: input.stops.length > 0 ? input.stops : undefined,
       grammar,
-      tokenBias: biases === null ? undefined : () => (evalTokens >= windAt ? biases.close : biases.none),
-      signal,
+      tokenBias: fmt?.bias,
+      signal: fmt === null ? signal : AbortSignal.any([signal, fmt.stop.signal]),
       stopOnAbortSignal: true,
       onToken: (toks) => {
         if (evalTokens === 0) firstAt = now()
         evalTokens += toks.length
         if (generated !== null) for (const t of toks) generated.push(t)
+        fmt?.onTokens(toks, evalTokens)
       },
-      onTextChunk: pieces === null ? undefined : (text) => { if (text !== '') pieces.push(text) },
+      onTextChunk: (piece) => {
+        if (piece === '') return
+        if (pieces !== null) pieces.push(piece)
+        if (fmt !== null && pieces !== null) text += piece
+      },
     }
     const start = now()
     const r = await completion.generateCompletionWithMeta(input.tokens, opts)
-    pieces?.flush()
     const end = now()
     if (firstAt === 0n) firstAt = end
     const reason = r.metadata.stopReason
+    const cancelled = signal.aborted
+    if (!job.stream) text = r.response
+    // With a format, a reply cut by the budget (or a stop sequence) gets the shortest text that completes it.
+    if (fmt !== null && job.format !== null && !cancelled) {
+      const closing = FormatBudget.close(job.format, text)
+      if (closing !== '') {
+        pieces?.push(closing)
+        text += closing
+        if (generated !== null) generated.push(...fmt.tokens(closing))
+      }
+    }
+    pieces?.flush()
     return {
-      doneReason: reason === 'abort' ? 'cancel' : reason === 'maxTokens' ? 'length' : 'stop',
-      text: job.stream ? '' : r.response,
+      doneReason: cancelled ? 'cancel' : reason === 'maxTokens' || reason === 'abort' ? 'length' : 'stop',
+      text: job.stream ? '' : text,
       promptTokens: promptLen,
       evalTokens,
       loadNs,
