@@ -17,7 +17,7 @@
 
 import type { ChatHistoryItem, LlamaText, Token } from 'node-llama-cpp'
 import type { Hosted } from './model-host.js'
-import type { JobSpec } from './protocol.js'
+import type { ChatMessage, JobSpec } from './protocol.js'
 import { linearTokenizer, tailTokens } from './tokens.js'
 
 export interface Input {
@@ -27,17 +27,52 @@ export interface Input {
   cut: boolean
 }
 
-function history (job: JobSpec, fit: (text: string) => string): ChatHistoryItem[] {
+/**
+ * The messages that can still be (partly) kept, each cut to its last `limit` tokens: walking from
+ * the newest, once the messages seen hold more than `limit` tokens (each counts at least one: its
+ * template adds some), every older one, and the system prompt before them, would be cut anyway.
+ * So a request of many messages costs what `limit` tokens cost, not what it sent.
+ */
+function recent (model: Hosted['model'], job: JobSpec, limit: number): { msgs: ChatMessage[], system: string | null, cut: boolean } {
+  const all = job.messages ?? [{ role: 'user' as const, content: job.prompt }]
+  const fit = (text: string): { text: string, n: number, cut: boolean } => {
+    const tail = tailTokens(model, text, limit)
+    return { text: tail.cut ? model.detokenize(tail.tokens) : text, n: Math.max(1, tail.tokens.length), cut: tail.cut }
+  }
+  const msgs: ChatMessage[] = []
+  let seen = 0
+  let cut = false
+  let i = all.length
+  while (i > 0 && seen <= limit) {
+    const m = all[--i]!
+    const f = fit(m.content)
+    msgs.push({ role: m.role, content: f.text })
+    seen += f.n
+    cut ||= f.cut
+  }
+  msgs.reverse()
+  let system: string | null = null
+  if (job.system !== null && !all.some((m) => m.role === 'system')) {
+    if (i === 0 && seen <= limit) {
+      const f = fit(job.system)
+      system = f.text
+      cut ||= f.cut
+    } else {
+      cut = true
+    }
+  }
+  return { msgs, system, cut: cut || i > 0 }
+}
+
+function history (msgs: readonly ChatMessage[], system: string | null): ChatHistoryItem[] {
   const items: ChatHistoryItem[] = []
-  const msgs = job.messages ?? [{ role: 'user' as const, content: job.prompt }]
-  if (job.system !== null && !msgs.some((m) => m.role === 'system')) items.push({ type: 'system', text: fit(job.system) })
+  if (system !== null) items.push({ type: 'system', text: system })
   for (const m of msgs) {
-    const text = fit(m.content)
     switch (m.role) {
-      case 'system': items.push({ type: 'system', text }); break
-      case 'assistant': items.push({ type: 'model', response: [text] }); break
+      case 'system': items.push({ type: 'system', text: m.content }); break
+      case 'assistant': items.push({ type: 'model', response: [m.content] }); break
       // Tool results are shown to the model as user turns (tools themselves are refused by the API).
-      case 'user': case 'tool': items.push({ type: 'user', text }); break
+      case 'user': case 'tool': items.push({ type: 'user', text: m.content }); break
       default: { const never: never = m.role; throw new Error(`unknown role ${String(never)}`) }
     }
   }
@@ -52,14 +87,9 @@ export function buildInput (h: Hosted, job: JobSpec, limit: number): Input {
   let stops: Array<string | LlamaText> = job.stop
   let cut = false
   if (job.kind === 'chat' || (!job.raw && h.hasTemplate)) {
-    // Each text is first cut to its last `limit` tokens: more could not be kept anyway.
-    const fit = (text: string): string => {
-      const tail = tailTokens(model, text, limit)
-      if (!tail.cut) return text
-      cut = true
-      return model.detokenize(tail.tokens)
-    }
-    const state = h.chatWrapper.generateContextState({ chatHistory: history(job, fit) })
+    const r = recent(model, job, limit)
+    cut = r.cut
+    const state = h.chatWrapper.generateContextState({ chatHistory: history(r.msgs, r.system) })
     tokens = state.contextText.tokenize(linearTokenizer(model))
     if (tokens.length > 0 && tokens[0] === model.tokens.bos) tokens = tokens.slice(1)
     stops = [...job.stop, ...state.stopGenerationTriggers]
