@@ -27,6 +27,12 @@ const STEER_LAST = 48
 const STEER_MARGIN = 8
 /** Logit bonus of the closing's next token: far above what a model's own logits differ by. */
 const STEER_LOGIT = 40
+/**
+ * Far from the end (budget left above twice the last closing's bytes plus FAR), the closing is measured
+ * only every EVERY tokens: its cost grows with the document (keys of a large object), the budget's does not.
+ */
+const FAR = 64
+const EVERY = 16
 
 export class FormatBudget {
   /** Aborted when the closing must be written now; generate.ts combines it with the job's signal. */
@@ -37,6 +43,8 @@ export class FormatBudget {
   private readonly steerAt: number
   private readonly none: TokenBias
   private steer: TokenBias | null = null
+  private lastBytes = 0
+  private skip = 0
 
   constructor (format: Format, model: LlamaModel, budget: number) {
     this.model = model
@@ -56,8 +64,12 @@ export class FormatBudget {
     this.doc.push(this.model.detokenize(toks as Token[]))
     const left = this.budget - used
     if (left <= 0 || this.doc.complete) return
+    const far = used < this.steerAt && left > 2 * this.lastBytes + FAR
+    if (far && this.skip-- > 0) return
+    this.skip = EVERY
     const closing = this.doc.closing()
     const bytes = Buffer.byteLength(closing)
+    this.lastBytes = bytes
     this.steer = null
     if (used < this.steerAt && bytes + STEER_MARGIN < left) return
     const need = this.tokens(closing)

@@ -21,8 +21,8 @@ type Frame =
   | { k: 'value', alts: S[] }
   | { k: 'obj', alts: S[], keys: string[], st: 'open' | 'comma' | 'colon' | 'after' }
   | { k: 'arr', alts: S[], n: number, st: 'open' | 'comma' | 'after' }
-  /** esc: 0 none, 1 after "\", 2..5 inside "\u" with esc - 2 hex digits. */
-  | { k: 'str', alts: S[], key: boolean, text: string, esc: number }
+  /** text: raw (escaped) content; n: characters it decodes to (escapes in progress aside); esc: 0 none, 1 after "\", 2..5 inside "\u" with esc - 2 hex digits. */
+  | { k: 'str', alts: S[], key: boolean, text: string, n: number, esc: number }
   | { k: 'num', alts: S[], text: string }
   | { k: 'lit', alts: S[], text: string }
 
@@ -133,7 +133,7 @@ export class JsonCloser {
         case 'null': return 'null'
         case 'boolean': return 'true'
         case 'number': case 'integer': return '0'
-        case 'string': return '"' + this.closeString(s, '')
+        case 'string': return '"' + this.closeString(s, '', 0)
         case 'array': return `[${this.items(s, 0, Number(s.minItems ?? 0), depth)}]`
         case 'object': return `{${this.props(s, [], false, depth)}}`
       }
@@ -165,8 +165,8 @@ export class JsonCloser {
     return out
   }
 
-  /** The rest of a string value (after `text`, its raw content so far), closing quote included. */
-  private closeString (s: S, text: string): string {
+  /** The rest of a string value (after `text`, its raw content so far, `chars` characters once decoded), closing quote included. */
+  private closeString (s: S, text: string, chars: number): string {
     const values = 'const' in s ? [s.const] : Array.isArray(s.enum) ? s.enum : null
     if (values !== null) {
       const raw = values.filter((v): v is string => typeof v === 'string').map((v) => JSON.stringify(v).slice(1))
@@ -178,8 +178,7 @@ export class JsonCloser {
       return (cands.find((t) => f.valid.test(text + t)) ?? '') + '"'
     }
     const min = Number(s.minLength ?? 0)
-    const len = [...text].length
-    return (len < min ? 'a'.repeat(min - len) : '') + '"'
+    return (chars < min ? 'a'.repeat(min - chars) : '') + '"'
   }
 
   // ---- closing ----
@@ -194,7 +193,7 @@ export class JsonCloser {
         // An escape in progress ends as "\n" or "\u0000"; a key is ended by its object (finishObject).
         const esc = f.esc === 1 ? 'n' : f.esc >= 2 ? '0'.repeat(6 - f.esc) : ''
         if (f.key) return esc
-        return esc + shortestOf(f.alts.map((a) => this.closeString(a, f.text + esc)), '"')
+        return esc + shortestOf(f.alts.map((a) => this.closeString(a, f.text + esc, f.n + (f.esc > 0 ? 1 : 0))), '"')
       }
       case 'arr': return shortestOf(f.alts.map((a) => {
         const min = Number(a.minItems ?? 0)
@@ -246,7 +245,7 @@ export class JsonCloser {
         if (isWs(c)) return
         if (c === '}' && f.st !== 'comma' && f.st !== 'colon') { this.stack.pop(); return }
         if (c === ',' && f.st === 'after') { f.st = 'comma'; return }
-        if (c === '"' && (f.st === 'open' || f.st === 'comma')) { this.stack.push({ k: 'str', alts: [], key: true, text: '', esc: 0 }); return }
+        if (c === '"' && (f.st === 'open' || f.st === 'comma')) { this.stack.push({ k: 'str', alts: [], key: true, text: '', n: 0, esc: 0 }); return }
         if (c === ':' && f.st === 'colon') {
           f.st = 'after'
           this.stack.push({ k: 'value', alts: this.propSchema(f.alts, f.keys[f.keys.length - 1]!) })
@@ -274,7 +273,7 @@ export class JsonCloser {
     let f: Frame | null = null
     if (c === '{') f = { k: 'obj', alts: this.narrow(alts, 'object'), keys: [], st: 'open' }
     else if (c === '[') f = { k: 'arr', alts: this.narrow(alts, 'array'), n: 0, st: 'open' }
-    else if (c === '"') f = { k: 'str', alts: this.narrow(alts, 'string'), key: false, text: '', esc: 0 }
+    else if (c === '"') f = { k: 'str', alts: this.narrow(alts, 'string'), key: false, text: '', n: 0, esc: 0 }
     else if (c === '-' || (c >= '0' && c <= '9')) f = { k: 'num', alts: this.narrow(alts, 'number', 'integer'), text: c }
     else if (c === 't' || c === 'f' || c === 'n') f = { k: 'lit', alts: this.narrow(alts, c === 'n' ? 'null' : 'boolean'), text: c }
     if (replace) this.stack.pop()
@@ -282,10 +281,15 @@ export class JsonCloser {
   }
 
   private strChar (f: Extract<Frame, { k: 'str' }>, c: string): void {
-    if (f.esc === 1) f.esc = c === 'u' ? 2 : 0
-    else if (f.esc >= 2) f.esc = f.esc === 5 ? 0 : f.esc + 1
-    else if (c === '\\') f.esc = 1
-    else if (c === '"') {
+    if (f.esc === 1) {
+      f.esc = c === 'u' ? 2 : 0
+      if (f.esc === 0) f.n++
+    } else if (f.esc >= 2) {
+      f.esc = f.esc === 5 ? 0 : f.esc + 1
+      if (f.esc === 0) f.n++
+    } else if (c === '\\') {
+      f.esc = 1
+    } else if (c === '"') {
       this.stack.pop()
       if (f.key) {
         const o = this.stack[this.stack.length - 1]
@@ -295,6 +299,8 @@ export class JsonCloser {
         }
       }
       return
+    } else {
+      f.n++
     }
     f.text += c
   }
