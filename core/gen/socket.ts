@@ -78,8 +78,9 @@ export class OwnedSocket {
     this.timer.unref()
   }
 
-  /** Removes a stale file (nothing answers on it) and binds a new server. */
+  /** Removes a stale file (nothing answers on it) and binds a new server (its folder too may have been removed). */
   private async bind (): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true })
     await unlink(this.path).catch(() => undefined)
     const server = createServer(this.handler)
     this.servers.push(server)
@@ -97,6 +98,8 @@ export class OwnedSocket {
         this.servers.pop()?.close()
         await this.bind()
         this.warnedTaken = false
+        // Stopped while binding: the new server must not keep the process alive.
+        if (this.timer === null) this.stopAccepting()
       } else if (this.mine !== null && (now.ino !== this.mine.ino || now.dev !== this.mine.dev) && !this.warnedTaken) {
         this.warnedTaken = true
         this.log.warn('another process listens on the generation socket path now; leaving it to that process', { socket: this.path })

@@ -5,7 +5,7 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, unlinkSync } from 'node:fs'
+import { existsSync, rmSync, unlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { request, startLb, type Lb } from '../helpers.js'
 import { RANDOM, until } from './helpers.js'
@@ -30,8 +30,10 @@ restart_delay = "20ms"
 random = "${RANDOM}"
 `
 
-const generate = async (lb: Lb): Promise<number> =>
-  (await request(`${lb.url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'random', prompt: 'x', stream: false, options: { num_predict: 2 } }) })).status
+/** One generate request through `lb`; its status (a request that hangs fails the test after 20 s). */
+const generate = async (lb: Lb): Promise<number> => (await request(`${lb.url}/api/generate`, {
+  method: 'POST', signal: AbortSignal.timeout(20_000), body: JSON.stringify({ model: 'random', prompt: 'x', stream: false, options: { num_predict: 2 } }),
+})).status
 
 /** The pid in the last "generation runner ready" log line. */
 function runnerPid (lb: Lb): number {
@@ -45,8 +47,14 @@ function killQuietly (pid: number): void {
 }
 
 test('restart race: the old lb, exiting late, leaves the new lb\'s socket alone; a removed socket comes back', async (t) => {
+  const lbs: Lb[] = []
+  // Newest first: the second lb's socket lives in the first one's folder.
+  t.after(async () => {
+    for (const lb of lbs.reverse()) await lb.stop()
+    for (const lb of lbs) rmSync(lb.dir, { recursive: true, force: true })
+  })
   const a = await startLb(config('{{DIR}}/gen.sock'))
-  t.after(() => a.stop())
+  lbs.push(a)
   const socket = join(a.dir, 'gen.sock')
   assert.equal(await generate(a), 200)
   await a.logMatching(/generation runner ready/)
@@ -57,7 +65,7 @@ test('restart race: the old lb, exiting late, leaves the new lb\'s socket alone;
   process.kill(oldRunner, 'SIGSTOP')
   const aExit = a.stop('SIGTERM')
   const b = await startLb(config(socket))
-  t.after(() => b.stop())
+  lbs.push(b)
   await b.logMatching(/generation runner ready/, 15_000)
   assert.equal(await generate(b), 200)
   assert.equal(await aExit, 0)
