@@ -46,6 +46,12 @@ export const ERRORS = {
   LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}
+  LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
+  LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },
+  LB_ERR_GEN_NUM_PREDICT: { status: 400, message: 'invalid value for "options.num_predict": {value} is over the limit generation.max_num_predict = {limit}' },
+  LB_ERR_GEN_CONTEXT_TOKEN: { status: 400, message: 'invalid value for "context": token {token} is not in the vocabulary of model {model} (ids 0 to {max})' },
+  LB_ERR_GEN_TIMEOUT: { status: 504, message: 'request timed out after {seconds}s (generation.request_timeout)' },
 } as const satisfies Record<string, { status: number, message: string }>
 
 export type ErrorCode = keyof typeof ERRORS
