@@ -5,9 +5,12 @@
 // backpressure reported to the caller. It also starts the TLS apps (SSLApp,
 // SNI) and hands WebSocket upgrades and events to the data plane through the
 // interfaces of ws-client.ts.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import { createRequire } from 'node:module'
+import { constants } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { STATUS_CODES } from 'node:http'
 import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
 import type { TlsConf } from '../config/tls.js'
@@ -16,32 +19,47 @@ import { canonicalIp, formatIp } from '../net/ip.js'
 import { type AtTurnEnd, atTurnEnd, currentTurn } from '../net/turn.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
-import type { WebSocketUpgrade, WsSession } from './ws-client.js'
+import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
 
 type Uws = typeof import('uWebSockets.js')
 
+/** lb's folder (http.js is dist/core/worker/http.js): native/ holds the binaries' record and lb's patched copy. */
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+/** The systems and runtimes uWebSockets.js 20.57 has binaries for, as the refusal line says it. */
+const SUPPORTED = 'Node.js 20, 22 or 24 LTS (or 25) on Linux x64/arm64 with glibc 2.38 or newer ' +
+  '(2.36 and 2.37 once lb\'s install step has patched its copy, which needs a C compiler), macOS or Windows'
+
 /**
- * Loads uWS and proves its native binary is mapped into this process. The
- * package silently falls back to a slow pure-JS server (with only a console
- * warning) when its .node file fails to load; we refuse to run on that.
+ * Loads uWS's native binary. On glibc 2.36-2.37 lb's install step
+ * (scripts/uws-native.mjs) made native/build/<version>/: the binary with its
+ * GLIBC_2.38 version need marked weak, and a shim library of the three C23
+ * functions it calls that this glibc lacks. The shim is loaded first, into the
+ * global symbol scope, then the copy with RTLD_NOW so that a missing symbol is
+ * an error here and never a crash at its first call. Elsewhere the package's
+ * binary loads as it is. v20.57 has no JS fallback: a binary that does not load
+ * is one start-up error line that says which systems and Node versions work.
  */
 export function loadUws (): Uws {
   const require = createRequire(import.meta.url)
-  const warn = console.warn
-  let warned = ''
-  console.warn = (...args: unknown[]) => { warned += args.join(' ') }
-  let uws: Uws
+  const name = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'native', 'uws.json'), 'utf8')) as { version: string }
+  const dir = join(ROOT, 'native', 'build', version)
   try {
-    uws = require('uWebSockets.js') as Uws
-  } finally {
-    console.warn = warn
+    if (!existsSync(join(dir, name))) return require('uWebSockets.js') as Uws
+    const { RTLD_NOW, RTLD_GLOBAL } = constants.dlopen as { RTLD_NOW: number, RTLD_GLOBAL: number }
+    process.dlopen({ exports: {} }, join(dir, 'libisoc23.so'), RTLD_NOW | RTLD_GLOBAL)
+    const m = { exports: {} }
+    process.dlopen(m, join(dir, name), RTLD_NOW)
+    return m.exports as Uws
+  } catch (err) {
+    const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime
+    const system = `${process.platform} ${process.arch}${glibc === undefined ? '' : `, glibc ${glibc}`}`
+    // the package's message is several lines; its last line is the loader's reason
+    const why = (err as Error).message.trim().split('\n').pop()!.replace(/^Error: /, '')
+    const fix = /GLIBC_2\.3[89]/.test(why) ? ` (run \`node ${join(ROOT, 'scripts', 'uws-native.mjs')}\` to patch lb's copy)` : ''
+    throw lbError('LB_ERR_UWS_UNSUPPORTED', { version, runtime: `Node.js ${process.version} (ABI ${process.versions.modules}) on ${system}: ${why}${fix}`, supported: SUPPORTED })
   }
-  const fallback = Object.keys(require.cache).some((k) => /(uWebSockets\.js|uws-js-unofficial)[\\/]dist[\\/]/.test(k))
-  const native = /\S*uws_[a-z0-9_]+\.node/.exec(readFileSync('/proc/self/maps', 'utf8'))
-  if (fallback || native === null) {
-    throw lbError('LB_ERR_UWS_FALLBACK', { reason: warned !== '' ? warned.trim() : 'no uws_*.node mapped in /proc/self/maps' })
-  }
-  return uws
 }
 
 const STATUS_LINE: string[] = []
@@ -406,6 +424,9 @@ function startCorkAnchor (uws: Uws): Promise<void> {
 
 interface WsUserData { readonly session: WsSession }
 
+/** The fragment sends exist in the binary (uWS WebSocket::sendFirstFragment...) but not in its type definitions. */
+type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendFirstFragment' | 'sendFragment' | 'sendLastFragment'>
+
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
 // App.close() (all listen sockets and connections) exists in this binary but not in its type definitions
@@ -553,7 +574,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
         handler(ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
       },
-      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws),
+      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
       drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
       close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => ws.getUserData().session.onClose(code, reason),
