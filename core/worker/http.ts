@@ -19,6 +19,7 @@ import { canonicalIp, formatIp } from '../net/ip.js'
 import { type AtTurnEnd, atTurnEnd, currentTurn } from '../net/turn.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
+import type { Connections } from './connections.js'
 import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
 
 type Uws = typeof import('uWebSockets.js')
@@ -55,8 +56,9 @@ export function loadUws (): Uws {
   } catch (err) {
     const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime
     const system = `${process.platform} ${process.arch}${glibc === undefined ? '' : `, glibc ${glibc}`}`
-    // the package's message is several lines; its last line is the loader's reason
-    const why = (err as Error).message.trim().split('\n').pop()!.replace(/^Error: /, '')
+    // the package's own message is several lines, the loader's reason among them ("Error: Cannot find module ...")
+    const lines = (err as Error).message.split('\n')
+    const why = (lines.find((l) => l.startsWith('Error: ')) ?? lines[0]!).replace(/^Error: /, '')
     const fix = /GLIBC_2\.3[89]/.test(why) ? ` (run \`node ${join(ROOT, 'scripts', 'uws-native.mjs')}\` to patch lb's copy)` : ''
     throw lbError('LB_ERR_UWS_UNSUPPORTED', { version, runtime: `Node.js ${process.version} (ABI ${process.versions.modules}) on ${system}: ${why}${fix}`, supported: SUPPORTED })
   }
@@ -320,8 +322,21 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.started = true
     this.resumeBody()
     this.#ended = true
+    // Decided inside the request callback: uWS goes on parsing what the client
+    // already sent after this request and would hand lb the next request even
+    // though this answer closes the connection (a smuggled request after a
+    // framing error). Answered on the next turn instead, with this response
+    // still pending, uWS reads nothing more: it ends the connection itself
+    // when another request follows in those bytes (no answer then, nothing
+    // forwarded), and closes it right after this answer otherwise.
+    if (close && this === handling) setImmediate(() => { if (!this.aborted) this.#sendNow(status, headers, body, true) })
+    else this.#sendNow(status, headers, body, close)
+  }
+
+  #sendNow (status: number, headers: readonly string[], body: string, close: boolean): void {
     this.#res.cork(() => {
-      writeHead(this.#res, status, '', headers, this.#asksClose || close)
+      // with `close` uWS writes "Connection: close" itself
+      writeHead(this.#res, status, '', headers, this.#asksClose && !close)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })
@@ -429,6 +444,16 @@ type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendF
 
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
+/** The client whose request callback is running (null outside one): see UwsClient.send. */
+let handling: UwsClient | null = null
+
+/** Runs the data plane's handler inside uWS's request callback. */
+function handle (handler: RequestHandler, ctx: Ctx, client: UwsClient): void {
+  handling = client
+  handler(ctx, client)
+  handling = null
+}
+
 // App.close() (all listen sockets and connections) exists in this binary but not in its type definitions
 type ClosableApp = TemplatedApp & { close (): void }
 const apps: ClosableApp[] = []
@@ -456,9 +481,11 @@ export interface ListenOptions {
   readonly proxied: boolean
   /** largest WebSocket message a client may send; 0 = no WebSocket route */
   readonly wsMaxMessage: number
+  /** counts this app's connections and enforces global.max_connections; null = not counted */
+  readonly conns: Connections | null
 }
 
-export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0 })
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null })
 
 /** Set by readRequest: the request it just read said Connection: close (read right after, no allocation). */
 let asksClose = false
@@ -557,9 +584,18 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   }
   apps.push(app)
   const proxied = opts.proxied
+  const conns = opts.conns
+  if (conns !== null) {
+    // +1 when a connection opens, -1 when it closes, except after an upgrade: a
+    // WebSocket's close comes to the ws close handler below instead
+    app.filter((res: HttpResponse, count) => {
+      if ((count as number) < 0) conns.close()
+      else if (!conns.open()) res.close() // over global.max_connections; its -1 follows at once
+    })
+  }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handler(ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
+    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
   })
   if (opts.wsMaxMessage > 0) {
     app.ws<WsUserData>('/*', {
@@ -572,12 +608,15 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         const ctx = readRequest(req, res, entrypoint, proto, proxied)
         // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handler(ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
+        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
       },
       open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
       drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
-      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => ws.getUserData().session.onClose(code, reason),
+      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
+        conns?.close()
+        ws.getUserData().session.onClose(code, reason)
+      },
       ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
       pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
     })
