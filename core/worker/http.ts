@@ -6,6 +6,7 @@
 // SNI) and hands WebSocket upgrades and events to the data plane through the
 // interfaces of ws-client.ts.
 import { existsSync, readFileSync } from 'node:fs'
+import net from 'node:net'
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
 import { join } from 'node:path'
@@ -363,10 +364,78 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
       // no extensions: permessage-deflate is never negotiated, so frames relay without recompression
       res.upgrade<WsUserData>({ session }, key, protocol, '', ctx)
     }
-    // made after the upgrade handler returned (once the server's 101 came): uWS wants it corked
-    this.#res.cork(upgrade)
+    // see corkAnchor: with the anchor corked, res.cork runs `upgrade` without corking res
+    if (corkAnchor !== null) corkAnchor.cork(() => this.#res.cork(upgrade))
+    else this.#res.cork(upgrade)
     return true
   }
+}
+
+/**
+ * A WebSocket this thread holds open to itself, only ever corked: the way
+ * around a bug of this uWS build. An upgrade made after the upgrade handler
+ * returned (ours wait for the server's 101) must run in res.cork (else uWS
+ * prints a warning per call), and HttpResponse::cork, once its callback
+ * returns, reads the HTTP response state of a socket that upgrade() has just
+ * turned into a WebSocket, reallocated in place: when the bytes there happen to
+ * say "Connection: close", it closes the new WebSocket at once (the client
+ * sees its 101, then 1006). Fixed upstream in uWebSockets PR #1929, but not
+ * in uWebSockets.js 20.57: without the anchor, 2 of 16 runs of
+ * test/ws/ws.test.ts saw a new WebSocket closed so. While another socket of the loop is corked,
+ * res.cork skips its own corking and that check, and still counts as corked
+ * for the warning: so upgrades run inside corkAnchor.cork(). Their few writes
+ * then go out uncorked, which costs some syscalls per upgrade, not per message.
+ * null until started (startCorkAnchor) or if the anchor closed: upgrades then
+ * take the plain path.
+ */
+let corkAnchor: WebSocket<unknown> | null = null
+let anchorStarted: Promise<void> | null = null
+
+/**
+ * Connects this thread's cork anchor: a uWS app on an ephemeral loopback port,
+ * one node:net WebSocket handshake to it, then the port is closed again so no
+ * one else can connect. Resolves once the anchor is open, or once connecting
+ * it failed (upgrades then take the plain path).
+ */
+function startCorkAnchor (uws: Uws): Promise<void> {
+  if (anchorStarted !== null) return anchorStarted
+  anchorStarted = new Promise((resolve) => {
+    const app = uws.App()
+    apps.push(app)
+    let token: us_listen_socket | false = false
+    const done = (): void => {
+      if (token !== false) uws.us_listen_socket_close(token)
+      token = false
+      resolve()
+    }
+    app.ws('/*', {
+      compression: uws.DISABLED,
+      maxPayloadLength: 16, // it never sends anything; more closes it
+      idleTimeout: 0,
+      sendPingsAutomatically: false,
+      open: (ws: WebSocket<unknown>) => {
+        corkAnchor ??= ws
+        done()
+      },
+      close: (ws: WebSocket<unknown>) => { if (ws === corkAnchor) corkAnchor = null },
+    })
+    app.listen('127.0.0.1', 0, (t: us_listen_socket | false) => {
+      if (t === false) {
+        resolve()
+        return
+      }
+      token = t
+      const sock = net.connect(uws.us_socket_local_port(t), '127.0.0.1', () => {
+        sock.write('GET / HTTP/1.1\r\nhost: anchor\r\nupgrade: websocket\r\nconnection: Upgrade\r\n' +
+          'sec-websocket-key: bGItY29yay1hbmNob3IhIQ==\r\nsec-websocket-version: 13\r\n\r\n')
+      })
+      sock.unref() // never keeps the thread alive
+      sock.on('error', done)
+      sock.on('close', done)
+      sock.resume() // the 101 and nothing else: read and dropped
+    })
+  })
+  return anchorStarted
 }
 
 interface WsUserData { readonly session: WsSession }
@@ -506,6 +575,7 @@ function sslOptions (cert: string, key: string, ciphers: string): AppOptions {
 export async function listenHttp (uws: Uws, host: string, port: number, entrypoint: string, proto: 'http' | 'https',
   handler: RequestHandler, opts: ListenOptions = PLAIN): Promise<Listener | null> {
   const tls = opts.tls
+  if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
   const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
   if (tls !== null) {
     // per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default

@@ -8,6 +8,7 @@ import net from 'node:net'
 import { test } from 'node:test'
 import { type Backend, request, sleep, startBackend, startLb } from '../helpers.js'
 import { sock, startAdminLb } from '../admin/util.js'
+import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
 const STUB = /^Active connections: (\d+) \nserver accepts handled requests\n (\d+) (\d+) (\d+) \n/
 const N = 25
@@ -24,7 +25,7 @@ function shortRequest (port: number): Promise<string> {
   })
 }
 
-function config (backend: Backend, extra = ''): string {
+function config (backend: Pick<Backend, 'address'>, extra = ''): string {
   return `
 [global]
 workers = 2
@@ -49,8 +50,8 @@ check = false
 
 interface Counts { active: number, accepts: number, handled: number }
 
-test('N short connections and N keep-alive connections: every surface counts exactly N', async (t) => {
-  const web = await startBackend('web')
+test('N short connections, N keep-alive connections and WebSockets: every surface counts exactly N', async (t) => {
+  const web = await startWsEcho('web') // answers HTTP requests too
   const a = await startAdminLb(config(web))
   t.after(async () => { await a.lb.stop(); await web.close() })
   // the status page is read over one keep-alive connection of its own: it counts as one open connection
@@ -102,6 +103,18 @@ test('N short connections and N keep-alive connections: every surface counts exa
   }
   agent.destroy()
   for (const c of await settle(1)) assert.deepEqual(c, { active: 1, accepts: 1 + 2 * N, handled: 1 + 2 * N })
+
+  // WebSockets: an upgraded connection's close comes through the WebSocket route (uWS's filter never sees it)
+  const sockets = await Promise.all([1, 2, 3].map(() => connect(`ws://127.0.0.1:${a.lb.port}/ws`)))
+  for (const ws of sockets) {
+    const echoed = nextMessage(ws)
+    ws.send('hi')
+    assert.equal((await echoed).data.toString(), 'hi')
+  }
+  for (const c of await settle(4)) assert.deepEqual(c, { active: 4, accepts: 4 + 2 * N, handled: 4 + 2 * N })
+  for (const ws of sockets) ws.close(1000)
+  await Promise.all(sockets.map(closed))
+  for (const c of await settle(1)) assert.deepEqual(c, { active: 1, accepts: 4 + 2 * N, handled: 4 + 2 * N })
 })
 
 test('global.max_connections: a connection over the cap is closed at once and counted as not handled', async (t) => {

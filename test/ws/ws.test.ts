@@ -292,30 +292,6 @@ check = false
     assert.doesNotMatch(lb.log() + lb.stdout(), /Warning: uWS/)
   })
 
-  test('late upgrades stay open: 240 upgrades made after the server\'s 101, 12 at a time, each echoes and closes cleanly', async () => {
-    // Every upgrade lb makes is late (it waits for the server's 101), inside res.cork. The old uWS build
-    // read the HTTP state of the socket that upgrade() had just turned into a WebSocket and, when those
-    // bytes happened to say "Connection: close", closed it at once (1006 after the 101): lb needed a
-    // cork-anchor socket around every upgrade. Plain HTTP requests with Connection: close run in between,
-    // so that freed sockets with that state are there to be reused.
-    const one = async (i: number): Promise<string> => {
-      const ws = await connect(`ws://127.0.0.1:${lb.port}/ws`, { headers: { 'x-pad': 'p'.repeat(i % 97) } })
-      const got = nextMessage(ws)
-      ws.send(`late ${i}`)
-      const text = (await got).data.toString()
-      ws.close(1000)
-      assert.equal((await closed(ws)).code, 1000)
-      return text
-    }
-    for (let batch = 0; batch < 20; batch++) {
-      const plain = fetch(`http://127.0.0.1:${lb.port}/denied`, { headers: { connection: 'close' } }).then((r) => r.text())
-      const got = await Promise.all(Array.from({ length: 12 }, (_, k) => one(batch * 12 + k)))
-      assert.deepEqual(got, Array.from({ length: 12 }, (_, k) => `late ${batch * 12 + k}`))
-      await plain
-    }
-    assert.doesNotMatch(lb.log() + lb.stdout(), /Warning: uWS/)
-  })
-
   test('mTLS entry point: WebSockets work with a client certificate', async () => {
     const tlsOpts = { ca: readFileSync(certs.ca), cert: readFileSync(certs.client.cert), key: readFileSync(certs.client.key) }
     const ws = await connect(`wss://localhost:${mtls}/ws`, tlsOpts)
