@@ -87,8 +87,6 @@ export class EntryPoints {
     this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
   }
 
-  get listening (): boolean { return this.#listening }
-
   /** Unix socket on which `worker` takes the connections of mTLS entry point number `ep`. */
   socketPath (ep: number, worker: number): string {
     return join(this.#stateDir, `mtls-${ep}-${worker}.sock`)

@@ -6,7 +6,7 @@
 import { strict as assert } from 'node:assert'
 import net from 'node:net'
 import { test } from 'node:test'
-import { simpleConfig, startBackend, startLb } from '../helpers.js'
+import { type Lb, simpleConfig, startBackend, startLb } from '../helpers.js'
 
 /** Sends `bytes` in one write; resolves with everything read until the server closes (or `ms` passed: `timedOut`). */
 function exchange (port: number, bytes: string, ms = 3000): Promise<{ text: string, timedOut: boolean, elapsed: number }> {
@@ -47,11 +47,17 @@ const CASES: Array<[string, string, string]> = [
   ['request line over 4 KiB', `GET /${'a'.repeat(10_000)} HTTP/1.1\r\nhost: a\r\n\r\n`, '431 Request Header Fields Too Large'],
 ]
 
-test('every request form and malformed request gets its answer at once, closes, and reaches no backend', async (t) => {
+/** lb in front of a backend that records every request it gets ("METHOD /path"). */
+async function start (t: { after: (fn: () => Promise<void>) => void }): Promise<{ lb: Lb, seen: string[] }> {
   const seen: string[] = []
   const web = await startBackend('web', (req, res) => { seen.push(`${req.method!} ${req.url!}`); req.resume(); req.on('end', () => res.end('ok')) })
   const lb = await startLb(simpleConfig([web.address]))
   t.after(async () => { await lb.stop(); await web.close() })
+  return { lb, seen }
+}
+
+test('every request form and malformed request gets its answer at once, closes, and reaches no backend', async (t) => {
+  const { lb, seen } = await start(t)
   for (const [name, bytes, status] of CASES) {
     const r = await exchange(lb.port, bytes)
     assert.equal(r.timedOut, false, `${name}: answered and closed at once (${JSON.stringify(r.text)})`)
@@ -65,10 +71,7 @@ test('every request form and malformed request gets its answer at once, closes, 
 })
 
 test('after an answer that closes the connection nothing more is read: a request behind a framing error is never forwarded', async (t) => {
-  const seen: string[] = []
-  const web = await startBackend('web', (req, res) => { seen.push(`${req.method!} ${req.url!}`); req.resume(); req.on('end', () => res.end('ok')) })
-  const lb = await startLb(simpleConfig([web.address]))
-  t.after(async () => { await lb.stop(); await web.close() })
+  const { lb, seen } = await start(t)
   for (const [name, bytes, status] of CASES) {
     if (name === 'HTTP/0.9') continue // uWS waits for the rest of its request line: closed by its idle time-out (README)
     const r = await exchange(lb.port, bytes + NEXT)
