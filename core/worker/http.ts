@@ -335,8 +335,8 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
 
   #sendNow (status: number, headers: readonly string[], body: string, close: boolean): void {
     this.#res.cork(() => {
-      // with `close` uWS writes "Connection: close" itself
-      writeHead(this.#res, status, '', headers, this.#asksClose && !close)
+      // `close` makes uWS write "Connection: close" itself, unless the client asked for the close
+      writeHead(this.#res, status, '', headers, this.#asksClose)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })

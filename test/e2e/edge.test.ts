@@ -39,6 +39,7 @@ const CASES: Array<[string, string, string]> = [
   ['negative Content-Length', 'POST /x HTTP/1.1\r\nhost: a\r\ncontent-length: -1\r\n\r\n', '400 Bad Request'],
   ['huge Content-Length', 'POST /x HTTP/1.1\r\nhost: a\r\ncontent-length: 99999999999999999999\r\n\r\n', '400 Bad Request'],
   ['empty Content-Length', 'POST /x HTTP/1.1\r\nhost: a\r\ncontent-length:\r\n\r\n', '400 Bad Request'],
+  ['empty Content-Length, Connection: close', 'POST /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\ncontent-length:\r\n\r\n', '400 Bad Request'],
   ['bad chunk size', 'POST /x HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n', '400 Bad Request'],
   ['space before the colon', 'GET /x HTTP/1.1\r\nhost : a\r\n\r\n', '400 Bad Request'],
   ['obs-fold', 'GET /x HTTP/1.1\r\nhost: a\r\nx-a: b\r\n c\r\n\r\n', '400 Bad Request'],
