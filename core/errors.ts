@@ -11,7 +11,7 @@ export const ERRORS = {
   LB_ERR_CONFIG_PARSE: { status: 0, message: '{file}: TOML syntax error: {reason}' },
   LB_ERR_CONFIG_INVALID: { status: 0, message: '{file}: invalid configuration:\n{problems}' },
   // start-up
-  LB_ERR_UWS_FALLBACK: { status: 0, message: 'uWebSockets.js native binary did not load ({reason}); refusing to run on its slow JS fallback' },
+  LB_ERR_UWS_UNSUPPORTED: { status: 0, message: 'uWebSockets.js {version} cannot run on {runtime}; lb runs on {supported}' },
   LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
   LB_ERR_PATH: { status: 0, message: 'cannot write {problems}' },
   LB_ERR_STARTUP: { status: 0, message: 'start-up failed: {reason}' },

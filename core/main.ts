@@ -1,6 +1,5 @@
 // Control-plane entry (the main thread): loads the config, allocates shared
-// memory, starts the data-plane workers, health checks and the connection
-// census, and handles signals: SIGHUP reloads (an invalid config is rejected
+// memory, starts the data-plane workers and health checks, and handles signals: SIGHUP reloads (an invalid config is rejected
 // and the running one stays), SIGTERM/SIGINT drain and exit 0.
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
@@ -12,7 +11,6 @@ import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
-import { Census } from './control/census.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
@@ -67,8 +65,6 @@ export async function run (configPath: string): Promise<Running> {
   }
   const health = new HealthChecker(shm, log)
   health.update(config, slots)
-  const census = new Census(shm, config.entrypoints, config.global.maxConnections, (on) => supervisor.setAccepting(on))
-  census.start()
   log.info('started', {
     config: config.file,
     workers: config.global.workers,
@@ -127,7 +123,6 @@ export async function run (configPath: string): Promise<Running> {
     stopping ??= (async () => {
       await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
-      census.stop()
       health.close()
       await supervisor.drain(config.global.drainTimeoutMs)
       await gen?.close()

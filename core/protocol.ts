@@ -22,8 +22,6 @@ export interface WorkerData {
 
 export type ToWorker =
   | { readonly type: 'config', readonly generation: number, readonly config: Config, readonly slots: Slots }
-  /** stop (false) or restart (true) accepting new connections: the global connection cap */
-  | { readonly type: 'accept', readonly on: boolean }
   /** stop accepting, let requests in flight finish, then exit */
   | { readonly type: 'drain' }
 

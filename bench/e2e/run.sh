@@ -11,7 +11,9 @@
 #
 # Needs: ../shared/bench (beside this repository), root for its setup.sh (apt
 # nginx haproxy wrk), and `npm run build` done. Extra targets: LB_TARGETS env,
-# one NAME=PORT=COMMAND per line.
+# one NAME=PORT=COMMAND per line; TARGETS="lb haproxy-1t ..." keeps only those of
+# the default list. lb on another build, in the same run (bench/RESULTS.md):
+#   LB_TARGETS="lb-old=9302=bash /tmp/lb-old/bench/e2e/lb-target.sh" TARGETS="haproxy-1t lb" bash bench/e2e/run.sh ...
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 harness="${BENCH_HARNESS:-$root/../shared/bench}"
@@ -27,6 +29,11 @@ targets=(nginx-1w nginx-auto nginx-1w-ka512 haproxy-1t haproxy-2t uws-2t
   "lb=9300=bash $root/bench/e2e/lb-target.sh"
   "lb-1w=9301=WORKERS=1 bash $root/bench/e2e/lb-target.sh"
   "floor=9310=node $root/dist/bench/e2e/floor-proxy.js")
+if [ -n "${TARGETS:-}" ]; then
+  keep=()
+  for t in "${targets[@]}"; do [[ " $TARGETS " == *" ${t%%=*} "* ]] && keep+=("$t"); done
+  targets=("${keep[@]}")
+fi
 while IFS= read -r t; do [ -n "$t" ] && targets+=("$t"); done <<< "${LB_TARGETS:-}"
 (cd "$harness" && ./run.sh "${args[@]}" --out "$out" "${targets[@]}")
 node "$root/bench/e2e/cpu-per-100k.js" "$out/results.jsonl" | tee -a "$out/summary.md"

@@ -16,6 +16,9 @@
 //
 //   npm run build && node dist/bench/e2e/tls-ws.js [-d SECS] [-r ROUNDS] [--out DIR] [--only LOAD,...]
 //
+// LB_OTHER=DIR adds a peer `lb-other` (port 9381): the lb checked out and built
+// in DIR, e.g. another uWS build, measured in the same rounds as this one.
+//
 // Needs nginx, haproxy, wrk and openssl (Debian packages), ../shared/bench
 // beside this repository (BENCH_HARNESS to override), and ports 9141, 9142,
 // 9149, 9131, 9351, 9361, 9371 free on 127.0.0.1.
@@ -37,7 +40,9 @@ const WS_ECHO_PORT = 9131
 const BACKEND_PORTS = [9141, 9142]
 
 interface Peer { readonly name: string, readonly port: number, pid: number }
-const PEERS: Peer[] = [{ name: 'nginx', port: 9351, pid: 0 }, { name: 'haproxy', port: 9361, pid: 0 }, { name: 'lb', port: 9371, pid: 0 }]
+const LB_OTHER = process.env.LB_OTHER ?? ''
+const PEERS: Peer[] = [{ name: 'nginx', port: 9351, pid: 0 }, { name: 'haproxy', port: 9361, pid: 0 }, { name: 'lb', port: 9371, pid: 0 },
+  ...(LB_OTHER === '' ? [] : [{ name: 'lb-other', port: 9381, pid: 0 }])]
 const REF = 'nginx'
 
 function arg (flag: string, def: string): string {
@@ -237,7 +242,7 @@ async function main (): Promise<void> {
     let child: ChildProcess
     if (p.name === 'nginx') child = start(p.name, 'nginx', ['-p', dir + '/', '-e', 'error.log', '-c', render('nginx.conf.in', join(dir, 'nginx.conf'), vars(p)), '-g', 'daemon off;'], dir)
     else if (p.name === 'haproxy') child = start(p.name, 'haproxy', ['-db', '-f', render('haproxy.cfg.in', join(dir, 'haproxy.cfg'), vars(p))], dir)
-    else child = start(p.name, 'node', [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', render('lb.toml.in', join(dir, 'lb.toml'), vars(p))], dir)
+    else child = start(p.name, 'node', [join(p.name === 'lb' ? ROOT : resolve(LB_OTHER), 'dist', 'core', 'cli.js'), 'run', '-c', render('lb.toml.in', join(dir, 'lb.toml'), vars(p))], dir)
     p.pid = child.pid!
     await waitReady(p.port)
     const body = (await get(p.port, '/')).body

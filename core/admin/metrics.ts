@@ -116,7 +116,7 @@ export function createMetrics (ctx: AdminCore): Metrics {
     () => eps().map((e) => [{ ...e.labels, protocol: 'http' }, sumTimeBlock(shm, e.row)[T_BYTES_IN]!]))
   pull('counter', 'lb_entrypoint_responses_bytes_total', 'Response body bytes sent by an entry point.', ['entrypoint', 'protocol'],
     () => eps().map((e) => [{ ...e.labels, protocol: 'http' }, sumTimeBlock(shm, e.row)[T_BYTES_OUT]!]))
-  pull('gauge', 'lb_open_connections', 'Client connections open now, all entry points (kernel census).', ['protocol'],
+  pull('gauge', 'lb_open_connections', 'Client connections open now, all entry points.', ['protocol'],
     () => [[{ protocol: 'http' }, Atomics.load(shm.i32, H_CONN_ACTIVE)]])
 
   // --- routers and services
@@ -190,8 +190,8 @@ export function createMetrics (ctx: AdminCore): Metrics {
   // --- whole process
   pull('counter', 'lb_requests_total', 'Client requests, all entry points (the status page "requests").', [], () => one(sumGlobal(shm, G_REQUESTS)))
   pull('gauge', 'lb_requests_in_progress', 'Requests being processed now.', [], () => one(sumGlobal(shm, G_WRITING)))
-  pull('counter', 'lb_connections_accepted_total', 'Client connections accepted (kernel census; very short connections may be missed).', [], () => one(sumGlobal(shm, G_ACCEPTS)))
-  pull('counter', 'lb_overload_refusals_total', 'Requests refused because global.max_connections was reached.', [], () => one(sumGlobal(shm, G_REFUSED)))
+  pull('counter', 'lb_connections_accepted_total', 'Client connections accepted, those closed at once over global.max_connections included.', [], () => one(sumGlobal(shm, G_ACCEPTS)))
+  pull('counter', 'lb_overload_refusals_total', 'Client connections closed at once because global.max_connections were open.', [], () => one(sumGlobal(shm, G_REFUSED)))
   pull('counter', 'lb_ratelimit_refusals_total', 'Requests refused with 429 by a rate-limit middleware.', [], () => one(sumGlobal(shm, G_RATE_LIMITED)))
   pull('counter', 'lb_auth_refusals_total', 'Requests refused with 401 or 403 by an authentication middleware.', [], () => one(sumGlobal(shm, G_AUTH_REFUSED)))
   pull('counter', 'lb_config_reloads_total', 'Configuration reloads applied (SIGHUP).', [], () => one(Atomics.load(shm.i32, H_RELOADS)))

@@ -28,7 +28,6 @@ export class Supervisor {
   #slotMap: Slots
   #generation: number
   #stopping = false
-  #accepting = true
   readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
@@ -57,7 +56,6 @@ export class Supervisor {
         switch (m.type) {
           case 'ready':
             ready = true
-            if (!this.#accepting) this.#send(w, { type: 'accept', on: false })
             resolve()
             break
           case 'fatal':
@@ -121,12 +119,6 @@ export class Supervisor {
       this.#pending.set(generation, { resolve, waiting: new Set(live.map(([, i]) => i)), errors: [] })
       for (const [w] of live) this.#send(w!, { type: 'config', generation, config, slots })
     })
-  }
-
-  setAccepting (on: boolean): void {
-    if (this.#accepting === on) return
-    this.#accepting = on
-    for (const s of this.#slots) if (s.worker !== null) this.#send(s.worker, { type: 'accept', on })
   }
 
   /** Stops accepting and lets in-flight requests finish; kills workers still busy after `timeoutMs`. */

@@ -2,7 +2,7 @@
 // the only writer there), readers sum all stripes. Reads may be a few
 // increments stale; they never tear on the 64-bit platforms Node runs on.
 import {
-  type Shm, C_INFLIGHT, G_READING, G_WRITING, GLOBAL_COUNTERS, MAX_SERVERS, SRV_COUNTERS, STRIPE_WORDS, serverCounterBase, stripeBase,
+  type Shm, C_INFLIGHT, G_CONN_OPEN, G_READING, G_WRITING, H_CONN_ACTIVE, GLOBAL_COUNTERS, MAX_SERVERS, SRV_COUNTERS, STRIPE_WORDS, serverCounterBase, stripeBase,
 } from './layout.js'
 
 /** Sums global counter `id` over every stripe (workers and control plane). */
@@ -27,12 +27,15 @@ export function clearServerCounters (shm: Shm, slot: number): void {
 /**
  * Zeroes the gauges of stripe `stripe` after its worker died: what it had in
  * flight died with it, and would otherwise be counted (the status page's Writing,
- * leastconn, drain) forever. Runs before the replacement starts on that stripe.
+ * leastconn, drain, open connections) forever. Runs before the replacement starts on that stripe.
  */
 export function clearGauges (shm: Shm, stripe: number): void {
   const f64 = shm.f64
   f64[stripeBase(stripe) + G_WRITING] = 0
   f64[stripeBase(stripe) + G_READING] = 0
+  // its connections closed with it
+  Atomics.sub(shm.i32, H_CONN_ACTIVE, f64[stripeBase(stripe) + G_CONN_OPEN]!)
+  f64[stripeBase(stripe) + G_CONN_OPEN] = 0
   for (let slot = 0; slot < MAX_SERVERS; slot++) f64[serverCounterBase(stripe, slot) + C_INFLIGHT] = 0
 }
 

@@ -49,8 +49,10 @@ export const H_MAGIC = 0
 export const H_VERSION = 1
 export const H_WORKERS = 2
 // word 3: unused
-export const H_CONN_ACTIVE = 4 // client connections open now (kernel census, control plane)
-export const H_CONN_CAP_HIT = 5 // 1 while open connections >= global.max_connections
+// client connections open now, all workers: +1 when one opens, -1 when it closes (Atomics;
+// core/worker/connections.ts), so a new one sees the exact count for global.max_connections
+export const H_CONN_ACTIVE = 4
+// word 5: unused
 export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control plane
 export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
 export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before any)
@@ -117,16 +119,18 @@ export const I32_WORDS = RATE_BASE + RATE_SETS * RATE_SET_WORDS
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
-export const G_ACCEPTS = 1 // client connections accepted (control plane stripe: kernel census)
+export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
 export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
 export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
 export const G_BYTES_IN = 4
 export const G_BYTES_OUT = 5
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11
-export const G_REFUSED = 12 // requests refused because the connection cap was reached
+export const G_REFUSED = 12 // connections closed at once because global.max_connections were open (accepts - handled)
 export const G_RATE_LIMITED = 13 // 429 answered by a middleware (rate limit refusals)
 export const G_AUTH_REFUSED = 14 // 401/403 answered by a middleware (authentication refusals)
+// gauge: this worker's share of H_CONN_ACTIVE, so that a dead worker's connections can be taken off it (clearGauges)
+export const G_CONN_OPEN = 15
 export const GLOBAL_COUNTERS = 16
 
 /** A status's class as an offset from G_RESP_1XX or C_RESP_1XX: 0 (1xx) to 4 (5xx); codes outside 100-599 count in the nearest class. */

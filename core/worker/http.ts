@@ -5,9 +5,12 @@
 // backpressure reported to the caller. It also starts the TLS apps (SSLApp,
 // SNI) and hands WebSocket upgrades and events to the data plane through the
 // interfaces of ws-client.ts.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import { createRequire } from 'node:module'
+import { constants } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { STATUS_CODES } from 'node:http'
 import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
 import type { TlsConf } from '../config/tls.js'
@@ -16,32 +19,49 @@ import { canonicalIp, formatIp } from '../net/ip.js'
 import { type AtTurnEnd, atTurnEnd, currentTurn } from '../net/turn.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
-import type { WebSocketUpgrade, WsSession } from './ws-client.js'
+import type { Connections } from './connections.js'
+import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
 
 type Uws = typeof import('uWebSockets.js')
 
+/** lb's folder (http.js is dist/core/worker/http.js): native/ holds the binaries' record and lb's patched copy. */
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+/** The systems and runtimes uWebSockets.js 20.57 has binaries for, as the refusal line says it. */
+const SUPPORTED = 'Node.js 20, 22 or 24 LTS (or 25) on Linux x64/arm64 with glibc 2.38 or newer ' +
+  '(2.36 and 2.37 once lb\'s install step has patched its copy, which needs a C compiler), macOS or Windows'
+
 /**
- * Loads uWS and proves its native binary is mapped into this process. The
- * package silently falls back to a slow pure-JS server (with only a console
- * warning) when its .node file fails to load; we refuse to run on that.
+ * Loads uWS's native binary. On glibc 2.36-2.37 lb's install step
+ * (scripts/uws-native.mjs) made native/build/<version>/: the binary with its
+ * GLIBC_2.38 version need marked weak, and a shim library of the three C23
+ * functions it calls that this glibc lacks. The shim is loaded first, into the
+ * global symbol scope, then the copy with RTLD_NOW so that a missing symbol is
+ * an error here and never a crash at its first call. Elsewhere the package's
+ * binary loads as it is. v20.57 has no JS fallback: a binary that does not load
+ * is one start-up error line that says which systems and Node versions work.
  */
 export function loadUws (): Uws {
   const require = createRequire(import.meta.url)
-  const warn = console.warn
-  let warned = ''
-  console.warn = (...args: unknown[]) => { warned += args.join(' ') }
-  let uws: Uws
+  const name = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
+  const { version } = JSON.parse(readFileSync(join(ROOT, 'native', 'uws.json'), 'utf8')) as { version: string }
+  const dir = join(ROOT, 'native', 'build', version)
   try {
-    uws = require('uWebSockets.js') as Uws
-  } finally {
-    console.warn = warn
+    if (!existsSync(join(dir, name))) return require('uWebSockets.js') as Uws
+    const { RTLD_NOW, RTLD_GLOBAL } = constants.dlopen as { RTLD_NOW: number, RTLD_GLOBAL: number }
+    process.dlopen({ exports: {} }, join(dir, 'libisoc23.so'), RTLD_NOW | RTLD_GLOBAL)
+    const m = { exports: {} }
+    process.dlopen(m, join(dir, name), RTLD_NOW)
+    return m.exports as Uws
+  } catch (err) {
+    const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime
+    const system = `${process.platform} ${process.arch}${glibc === undefined ? '' : `, glibc ${glibc}`}`
+    // the package's own message is several lines, the loader's reason among them ("Error: Cannot find module ...")
+    const lines = (err as Error).message.split('\n')
+    const why = (lines.find((l) => l.startsWith('Error: ')) ?? lines[0]!).replace(/^Error: /, '')
+    const fix = /GLIBC_2\.3[89]/.test(why) ? ` (run \`node ${join(ROOT, 'scripts', 'uws-native.mjs')}\` to patch lb's copy)` : ''
+    throw lbError('LB_ERR_UWS_UNSUPPORTED', { version, runtime: `Node.js ${process.version} (ABI ${process.versions.modules}) on ${system}: ${why}${fix}`, supported: SUPPORTED })
   }
-  const fallback = Object.keys(require.cache).some((k) => /(uWebSockets\.js|uws-js-unofficial)[\\/]dist[\\/]/.test(k))
-  const native = /\S*uws_[a-z0-9_]+\.node/.exec(readFileSync('/proc/self/maps', 'utf8'))
-  if (fallback || native === null) {
-    throw lbError('LB_ERR_UWS_FALLBACK', { reason: warned !== '' ? warned.trim() : 'no uws_*.node mapped in /proc/self/maps' })
-  }
-  return uws
 }
 
 const STATUS_LINE: string[] = []
@@ -309,6 +329,18 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.started = true
     this.resumeBody()
     this.#ended = true
+    // Decided inside the request callback: uWS goes on parsing what the client
+    // already sent after this request and would hand lb the next request even
+    // though this answer closes the connection (a smuggled request after a
+    // framing error). Answered on the next turn instead, with this response
+    // still pending, uWS reads nothing more: it ends the connection itself
+    // when another request follows in those bytes (no answer then, nothing
+    // forwarded), and closes it right after this answer otherwise.
+    if (close && this === handling) setImmediate(() => { if (!this.aborted) this.#sendNow(status, headers, body, true) })
+    else this.#sendNow(status, headers, body, close)
+  }
+
+  #sendNow (status: number, headers: readonly string[], body: string, close: boolean): void {
     this.#res.cork(() => {
       if (this.#headRequest && !close) {
         // the length in the head, not endWithoutBody(n): see end()
@@ -316,7 +348,8 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
         this.#res.endWithoutBody()
         return
       }
-      writeHead(this.#res, status, '', headers, this.#asksClose || close)
+      // `close` makes uWS write "Connection: close" itself, unless the client asked for the close
+      writeHead(this.#res, status, '', headers, this.#asksClose)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })
@@ -359,8 +392,9 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
  * returns, reads the HTTP response state of a socket that upgrade() has just
  * turned into a WebSocket, reallocated in place: when the bytes there happen to
  * say "Connection: close", it closes the new WebSocket at once (the client
- * sees its 101, then 1006). Fixed upstream in uWebSockets PR #1929; newer
- * builds need glibc 2.38. While another socket of the loop is corked,
+ * sees its 101, then 1006). Fixed upstream in uWebSockets PR #1929, but not
+ * in uWebSockets.js 20.57: without the anchor, 2 of 16 runs of
+ * test/ws/ws.test.ts saw a new WebSocket closed so. While another socket of the loop is corked,
  * res.cork skips its own corking and that check, and still counts as corked
  * for the warning: so upgrades run inside corkAnchor.cork(). Their few writes
  * then go out uncorked, which costs some syscalls per upgrade, not per message.
@@ -379,7 +413,7 @@ let anchorStarted: Promise<void> | null = null
 function startCorkAnchor (uws: Uws): Promise<void> {
   if (anchorStarted !== null) return anchorStarted
   anchorStarted = new Promise((resolve) => {
-    const app = uws.App() as ClosableApp
+    const app = uws.App()
     apps.push(app)
     let token: us_listen_socket | false = false
     const done = (): void => {
@@ -419,11 +453,22 @@ function startCorkAnchor (uws: Uws): Promise<void> {
 
 interface WsUserData { readonly session: WsSession }
 
+/** The fragment sends exist in the binary (uWS WebSocket::sendFirstFragment...) but not in its type definitions. */
+type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendFirstFragment' | 'sendFragment' | 'sendLastFragment'>
+
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
-// App.close() (all listen sockets and connections) exists in this binary but not in its type definitions
-type ClosableApp = TemplatedApp & { close (): void }
-const apps: ClosableApp[] = []
+/** The client whose request callback is running (null outside one): see UwsClient.send. */
+let handling: UwsClient | null = null
+
+/** Runs the data plane's handler inside uWS's request callback. */
+function handle (handler: RequestHandler, ctx: Ctx, client: UwsClient): void {
+  handling = client
+  handler(ctx, client)
+  handling = null
+}
+
+const apps: TemplatedApp[] = []
 
 /**
  * Closes every app of this thread with all its connections. A worker thread
@@ -448,9 +493,11 @@ export interface ListenOptions {
   readonly proxied: boolean
   /** largest WebSocket message a client may send; 0 = no WebSocket route */
   readonly wsMaxMessage: number
+  /** counts this app's connections and enforces global.max_connections; null = not counted */
+  readonly conns: Connections | null
 }
 
-export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0 })
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null })
 
 /** Set by readRequest: the request it just read said Connection: close (read right after, no allocation). */
 let asksClose = false
@@ -542,16 +589,25 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   handler: RequestHandler, opts: ListenOptions = PLAIN): Promise<Listener | null> {
   const tls = opts.tls
   if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
-  const app = (tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))) as ClosableApp
+  const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
   if (tls !== null) {
     // per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default
     for (const s of tls.sni) for (const h of s.hosts) app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
   }
   apps.push(app)
   const proxied = opts.proxied
+  const conns = opts.conns
+  if (conns !== null) {
+    // +1 when a connection opens, -1 when it closes, except after an upgrade: a
+    // WebSocket's close comes to the ws close handler below instead
+    app.filter((res: HttpResponse, count) => {
+      if ((count as number) < 0) conns.close()
+      else if (!conns.open()) res.close() // over global.max_connections; its -1 follows at once
+    })
+  }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handler(ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
+    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
   })
   if (opts.wsMaxMessage > 0) {
     app.ws<WsUserData>('/*', {
@@ -564,12 +620,15 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         const ctx = readRequest(req, res, entrypoint, proto, proxied)
         // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handler(ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
+        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
       },
-      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws),
+      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
       drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
-      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => ws.getUserData().session.onClose(code, reason),
+      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
+        conns?.close()
+        ws.getUserData().session.onClose(code, reason)
+      },
       ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
       pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
     })

@@ -33,6 +33,7 @@ import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
+import { Connections } from './connections.js'
 import type { DataPlane } from './dataplane.js'
 import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
@@ -62,6 +63,8 @@ export class EntryPoints {
   readonly #handler: RequestHandler
   readonly #dp: () => DataPlane
   readonly #log: Logger
+  /** this worker's client connections, every entry point's (global.max_connections) */
+  readonly #conns: Connections
   /** what unlisten() closes, by entry point name */
   readonly #open = new Map<string, Listener>()
   /** fingerprint of the TLS files each https entry point serves now */
@@ -81,9 +84,8 @@ export class EntryPoints {
     this.#handler = handler
     this.#dp = dp
     this.#log = log
+    this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
   }
-
-  get listening (): boolean { return this.#listening }
 
   /** Unix socket on which `worker` takes the connections of mTLS entry point number `ep`. */
   socketPath (ep: number, worker: number): string {
@@ -97,7 +99,7 @@ export class EntryPoints {
       const path = this.socketPath(i, this.#worker)
       if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
       rmSync(path, { force: true }) // left by a previous run of this worker
-      const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage })
+      const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns })
       if (l === null) throw lbError('LB_ERR_LISTEN', { address: `unix:${path}`, entrypoint: ep.name })
       // whoever can connect here skips the client-certificate check and names its own client address
       // (PROXY header): owner only, whatever the umask
@@ -132,7 +134,7 @@ export class EntryPoints {
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
     if (ep.protocol === 'tcp' || isMtls(ep)) {
       if (this.#worker !== 0) return null
-      const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp) : this.#terminators.get(ep.name)!
+      const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp, this.#conns) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()
       return l
     }
@@ -149,7 +151,7 @@ export class EntryPoints {
     let l: Listener | null
     try {
       l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
-        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage })
+        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns })
     } catch (err) {
       throw tlsError(ep, err) // uWS: "App construction failed"
     }
@@ -158,7 +160,7 @@ export class EntryPoints {
     return l
   }
 
-  /** Closes the public listeners (connection cap, drain); established connections carry on. */
+  /** Closes the public listeners (drain); established connections carry on. */
   unlisten (): void {
     this.#listening = false
     for (const l of this.#open.values()) l.close()

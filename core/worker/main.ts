@@ -65,10 +65,6 @@ async function main (): Promise<void> {
             post({ type: 'rejected', index: data.index, generation: msg.generation, message: (err as Error).message })
           })
         break
-      case 'accept':
-        if (!msg.on) entrypoints.unlisten()
-        else if (!entrypoints.listening) entrypoints.listen().catch((err: Error) => log.error('cannot listen again', { error: err.message }))
-        break
       case 'drain': {
         entrypoints.unlisten()
         const writing = stripeBase(data.index) + G_WRITING

@@ -5,9 +5,9 @@
 // rotation by active checks (`health_check.type = "tcp"`: a connect) or
 // passively after max_fails connect failures, a failed connect retried on
 // another server (`retries`), `timeouts.connect`, and `timeouts.tunnel` as the
-// idle time-out (no byte either way on a side closes the session). The
-// global connection cap applies too: the census counts these connections and
-// the listener stops accepting at the cap like the HTTP ones.
+// idle time-out (no byte either way on a side closes the session). These
+// connections are counted with the HTTP ones (connections.ts), and one over
+// global.max_connections is closed at once.
 //
 // The listener lives in worker 0 only (core/worker/listeners.ts says why).
 // Bytes are piped with stream backpressure both ways, and half-closes pass
@@ -17,6 +17,7 @@ import net from 'node:net'
 import { now } from '../clock.js'
 import type { EntryPointConf } from '../config/static.js'
 import { C_RETRIES } from '../shm/layout.js'
+import type { Connections } from './connections.js'
 import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
 import { listenServer } from '../net/listen.js'
 
@@ -30,18 +31,26 @@ export function openSessions (): number {
 export class TcpListener {
   readonly #ep: EntryPointConf
   readonly #dp: () => DataPlane
+  readonly #conns: Connections
   #server: net.Server | null = null
 
   /** `dp` returns the generation in force: a new session takes its service from it. */
-  constructor (ep: EntryPointConf, dp: () => DataPlane) {
+  constructor (ep: EntryPointConf, dp: () => DataPlane, conns: Connections) {
     this.#ep = ep
     this.#dp = dp
+    this.#conns = conns
   }
 
   /** Resolves false when the address cannot be bound. */
   async listen (): Promise<boolean> {
     // pauseOnConnect: the client's first bytes wait in the kernel until a server is connected
     const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (client) => {
+      const conns = this.#conns
+      client.once('close', () => conns.close())
+      if (!conns.open()) {
+        client.destroy()
+        return
+      }
       new TcpSession(this.#dp(), this.#ep, client).start()
     })
     const ok = await listenServer(server, this.#ep.host, this.#ep.port)
