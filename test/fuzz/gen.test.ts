@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import { test } from 'node:test'
 import { startLb } from '../helpers.js'
-import { LbWatch, type Verdict, caseCount, printable, report, runCases } from './lib/campaign.js'
+import { LONG, LbWatch, type Verdict, caseCount, printable, report, runCases } from './lib/campaign.js'
 import { bodyText, mutate } from './lib/json.js'
 import type { Rng } from './lib/prng.js'
 import { rawRequest, send } from './lib/raw-http.js'
@@ -61,8 +61,10 @@ kind = "generate"
 `)
   t.after(async () => { await lb.stop(); rmSync(lb.dir, { recursive: true, force: true }) })
   const watch = new LbWatch(lb)
-  // the runner loads its model on the first request
-  const warm = await send(lb.port, rawRequest('POST', '/api/generate', '{"model":"lb-tiny","prompt":"hi","stream":false,"options":{"num_predict":1}}'), 60_000)
+  // the runner loads its model on the first request, which may take longer than request_timeout on a busy machine
+  const cheap = rawRequest('POST', '/api/generate', '{"model":"lb-tiny","prompt":"hi","stream":false,"options":{"num_predict":1}}')
+  let warm = await send(lb.port, cheap, 60_000)
+  for (let i = 0; i < 20 && warm.statuses[0] !== 200; i++) warm = await send(lb.port, cheap, 60_000)
   assert.deepEqual(warm.statuses, [200], warm.head)
 
   const exec = async (c: GenCase): Promise<Verdict | null> => {
@@ -76,12 +78,11 @@ kind = "generate"
   const common = { input: (c: GenCase) => printable(c.bytes, 300), family: (c: GenCase) => c.family, exec, watch: () => watch.check() }
   report(t, await runCases({ surface: 'gen', count: caseCount(300), concurrency: 4, generate: genCase, ...common }))
   // a costly request is refused before any model work (or stopped at request_timeout), and leaves the runner free
-  const cheap = rawRequest('POST', '/api/generate', '{"model":"lb-tiny","prompt":"hi","stream":false,"options":{"num_predict":1}}')
   const costly = async (c: GenCase): Promise<Verdict | null> => {
     const v = await exec(c)
     if (v !== null) return v
     const after = await send(lb.port, cheap, TIMEOUT)
     return after.statuses[0] === 200 ? null : { check: 'held', expected: 'a cheap request right after it answers 200', got: after.statuses.length > 0 ? `status ${after.statuses[0]}` : `nothing within ${TIMEOUT} ms` }
   }
-  report(t, await runCases({ surface: 'gen-cost', count: caseCount(3), concurrency: 1, generate: costCase, ...common, exec: costly }))
+  report(t, await runCases({ surface: 'gen-cost', count: LONG ? 30 : 3, concurrency: 1, generate: costCase, ...common, exec: costly }))
 })

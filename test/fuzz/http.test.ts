@@ -17,7 +17,7 @@ import { type RawBackend, startRawBackend } from './lib/raw-backend.js'
 import { startNginx } from './lib/nginx.js'
 
 /** how long a case may wait for an answer or a close (ms) */
-const TIMEOUT = 3000
+const TIMEOUT = 2000
 
 const outcome = (x: Exchange): string =>
   x.silent ? `nothing within ${TIMEOUT} ms` : `${x.statuses.length === 0 ? 'no status line' : `status ${x.statuses.join(', ')}`}${x.closed ? ', then closed' : ''} after ${x.ms} ms (${JSON.stringify(x.head.split('\r\n')[0])})`
@@ -72,8 +72,8 @@ max_fails = 0
 
   report(t, await runCases({
     surface: 'http',
-    count: caseCount(1500),
-    concurrency: 48,
+    count: caseCount(1200),
+    concurrency: 96,
     generate: httpCase,
     family: (c) => c.family,
     input: (c) => printable(c.bytes),

@@ -85,7 +85,7 @@ check = false
 
   report(t, await runCases({
     surface: 'ws',
-    count: caseCount(600),
+    count: caseCount(400),
     concurrency: 32,
     generate: wsCase,
     family: (c) => c.family,

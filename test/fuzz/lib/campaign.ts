@@ -98,7 +98,7 @@ export interface CaseRun<C> {
   restart?: () => Promise<void>
 }
 
-export interface Outcome { total: number, findings: Finding[], families: Map<string, number> }
+export interface Outcome { surface: string, total: number, findings: Finding[], families: Map<string, number> }
 
 /** Runs the cases of one surface and collects what failed. */
 export async function runCases<C> (r: CaseRun<C>): Promise<Outcome> {
@@ -142,7 +142,7 @@ export async function runCases<C> (r: CaseRun<C>): Promise<Outcome> {
     }
   }
   await Promise.all(Array.from({ length: Math.min(r.concurrency, Math.max(1, indices.length)) }, lane))
-  return { total: stopped ? next : indices.length, findings, families }
+  return { surface: r.surface, total: stopped ? next : indices.length, findings, families }
 }
 
 /**
@@ -150,7 +150,8 @@ export async function runCases<C> (r: CaseRun<C>): Promise<Outcome> {
  * apart, and fails with every unexpected failure spelled out.
  */
 export function report (t: TestContext, o: Outcome): void {
-  const pending = o.findings.filter((f) => PENDING.some((p) => p.family === f.family))
+  const listed = PENDING.filter((p) => p.surface === o.surface)
+  const pending = o.findings.filter((f) => listed.some((p) => p.family === f.family))
   const unexpected = o.findings.filter((f) => !pending.includes(f))
   const fams = [...o.families].sort().map(([f, n]) => `${f} ${n}`).join(', ')
   t.diagnostic(`${o.total} cases (seed ${BASE_SEED}${LONG ? ', long mode' : ''}): ${fams}`)
@@ -161,10 +162,10 @@ export function report (t: TestContext, o: Outcome): void {
   const byFamily = new Map<string, Finding[]>()
   for (const f of pending) byFamily.set(f.family, [...(byFamily.get(f.family) ?? []), f])
   for (const [fam, fs] of byFamily) {
-    const p = PENDING.find((x) => x.family === fam)!
+    const p = listed.find((x) => x.family === fam)!
     t.diagnostic(`pending ${fam} (issue ${p.issue}): ${fs.length} cases, e.g. ${describeFinding(fs[0]!)}`)
   }
-  for (const p of PENDING) {
+  for (const p of listed) {
     if (o.families.has(p.family.split('/')[0]!) && !byFamily.has(p.family)) t.diagnostic(`PENDING entry "${p.family}" (issue ${p.issue}) held in every case now: remove it`)
   }
   if (process.env.LB_FUZZ_VERBOSE === '1') for (const f of o.findings) t.diagnostic(describeFinding(f))
