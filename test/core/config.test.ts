@@ -42,6 +42,7 @@ test('defaults fill what the file leaves out', () => {
   assert.equal(c.timeouts.connectMs, 5000)
   assert.equal(c.timeouts.serverMs, 50_000)
   assert.equal(c.timeouts.clientMs, 50_000)
+  assert.equal(c.timeouts.keepAliveMs, 65_000)
   assert.equal(c.limits.maxBodyBytes, 100 * 1024 * 1024)
   assert.equal(c.global.maxConnections, 100_000)
   const s = c.services[0]!

@@ -1,0 +1,58 @@
+// The seed's limits that other tests do not already show at their default
+// values (see README "Fuzzing" for where each limit is tested): a body of
+// exactly max_body (100M) is forwarded whole and one byte more is refused
+// with 413 before anything is forwarded; an idle client keep-alive connection
+// is closed by this uWS build after about 10 s (its fixed idle time-out, which
+// stands in for the seed's 65 s: it cannot be configured).
+import assert from 'node:assert/strict'
+import { rmSync } from 'node:fs'
+import http from 'node:http'
+import net from 'node:net'
+import { test } from 'node:test'
+import { request, simpleConfig, startBackend, startLb } from '../helpers.js'
+
+const MAX_BODY = 100 * 1024 * 1024
+
+test('max_body at its default (100M): exactly 100M is forwarded whole, one byte more gets 413 and nothing is forwarded', async (t) => {
+  const b = await startBackend('b')
+  const lb = await startLb(simpleConfig([b.address]))
+  t.after(async () => { await lb.stop(); await b.close(); rmSync(lb.dir, { recursive: true, force: true }) })
+  const chunk = Buffer.alloc(1024 * 1024, 97)
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = http.request(`${lb.url}/whole`, { method: 'POST', agent: false, headers: { 'content-length': String(MAX_BODY) } }, (r) => { r.resume(); resolve(r.statusCode!) })
+    req.on('error', reject)
+    let i = 0
+    const pump = (): void => { while (i < 100) { i++; if (!req.write(chunk)) { req.once('drain', pump); return } } req.end() }
+    pump()
+  })
+  assert.equal(status, 200)
+  for (let i = 0; i < 100 && b.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+  assert.equal(b.requests.find((r) => r.url === '/whole')?.body, MAX_BODY)
+
+  const over = await new Promise<string>((resolve) => {
+    const s = net.connect(lb.port, '127.0.0.1', () => s.write(`POST /over HTTP/1.1\r\nHost: x\r\nContent-Length: ${MAX_BODY + 1}\r\n\r\nabc`))
+    s.once('data', (d: Buffer) => { resolve(d.toString('latin1').split('\r\n')[0]!); s.destroy() })
+    s.on('error', (e) => resolve(e.message))
+  })
+  assert.equal(over, 'HTTP/1.1 413 Payload Too Large')
+  assert.equal(b.requests.filter((r) => r.url === '/over').length, 0)
+})
+
+test('an idle client keep-alive connection is closed after about 10 s (the fixed uWS idle time-out), not before 5 s', async (t) => {
+  const b = await startBackend('b')
+  const lb = await startLb(simpleConfig([b.address]))
+  t.after(async () => { await lb.stop(); await b.close(); rmSync(lb.dir, { recursive: true, force: true }) })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.after(() => agent.destroy())
+  assert.equal((await request(`${lb.url}/a`, { agent })).status, 200)
+  const sock = await new Promise<net.Socket>((resolve) => {
+    const req = http.get(`${lb.url}/b`, { agent }, (r) => { r.resume(); r.on('end', () => resolve(req.socket!)) })
+  })
+  const idleFrom = Date.now()
+  const closedAfter = await new Promise<number>((resolve) => {
+    sock.once('close', () => resolve(Date.now() - idleFrom))
+    setTimeout(() => resolve(-1), 20_000)
+  })
+  assert.ok(closedAfter >= 5000 && closedAfter <= 15_000, `idle keep-alive connection closed after ${closedAfter} ms`)
+  assert.equal(b.requests.length, 2)
+})
