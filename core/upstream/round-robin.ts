@@ -3,7 +3,7 @@
 // weight change (length = sum of weights / gcd), and every pick takes the next
 // position from one shared atomic cursor. Servers that cannot take traffic are
 // skipped by moving on in the sequence, so their share spreads over the others.
-import { type Balancer, type BalancerServer } from './balancer.js'
+import { type Balancer, type BalancerServer } from './balance.js'
 import { V_CURSOR, serviceBase } from '../shm/layout.js'
 import { isUsable, serviceStateVersion, weight } from '../shm/server-state.js'
 

@@ -7,7 +7,7 @@ import { isUsable } from '../../core/shm/server-state.js'
 import { createBalancer, hash32 } from '../../core/upstream/balancer.js'
 import { smoothSequence } from '../../core/upstream/round-robin.js'
 import { SlotRegistry } from '../../core/control/slots.js'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 
 function setup (weights: number[], balance = 'roundrobin') {
   const shm = createShm(2)

@@ -2,7 +2,7 @@
 // routers carrying middlewares, and config-problem capture.
 import { strict as assert } from 'node:assert'
 import http from 'node:http'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 import { type Reply, request } from '../helpers.js'
 
 /**
