@@ -67,7 +67,7 @@ function checkDef (v: unknown): string {
   if (typeof d.validate !== 'function') return 'its default export has no validate function'
   if (typeof d.create !== 'function') return 'its default export has no create function'
   if (d.api === undefined) return `it declares no plugin API version (add api: ${PLUGIN_API}, the version of this lb, once it works with it)`
-  if (d.api !== PLUGIN_API) return `it was written for plugin API ${describe(d.api)}, and this lb provides plugin API ${PLUGIN_API}`
+  if (d.api !== PLUGIN_API) return `it was written for plugin API ${typeof d.api === 'number' ? d.api : describe(d.api)}, and this lb provides plugin API ${PLUGIN_API}`
   return ''
 }
 
