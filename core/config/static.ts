@@ -1,5 +1,14 @@
-// Static configuration: read at start-up; a reload that changes it is refused
-// for these keys (they need a restart) and the running values stay.
+// [global], [timeouts], [limits] and [entrypoints]. What a reload (SIGHUP, the
+// config API) does with them, as core/main.ts applies it:
+// - [global] and [entrypoints] are static: a reload that changes them warns
+//   "these sections need a restart" and the running values stay (workers,
+//   addresses, protocols, state_dir, plugins_dir, log level, access log...).
+//   The files an https entry point names are the exception: every reload
+//   re-reads them, and changed certificates are served from then on.
+// - [timeouts] and [limits] reload: each worker's new generation uses them for
+//   the requests it accepts from then on.
+// ([admin], [dashboard], [runtime_socket] and [generation] are static too;
+// routers, services and middlewares, in dynamic.ts, all reload.)
 import { availableParallelism } from 'node:os'
 import { type Checker, type Table, join, resolvePath } from './check.js'
 import { parseHostPort } from './host-port.js'

@@ -5,40 +5,15 @@
 // reload replaces the instance and when lb shuts down.
 import { strict as assert } from 'node:assert'
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename, join, relative } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { CLI, ROOT, request, startBackend, startLb, tempDir } from '../helpers.js'
-import { mwConfig } from './setup.js'
+import { mwConfig, writeStampPackage } from './setup.js'
 
 const run = promisify(execFile)
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'plugins')
-
-/** A plugin package as a user installs one: lb is its optional peer, lb/plugin its only import of lb. */
-export function writeStampPackage (nodeModules: string): void {
-  const dir = join(nodeModules, 'lb-plugin-stamp')
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({
-    name: 'lb-plugin-stamp', version: '1.0.0', type: 'module', main: 'index.js',
-    peerDependencies: { lb: '0.x' }, peerDependenciesMeta: { lb: { optional: true } },
-  }))
-  writeFileSync(join(dir, 'index.js'), `import { CLOCK_MS, HEADER_NAME, PLUGIN_API, addResponseHeaders, definePlugin, now } from 'lb/plugin'
-export default definePlugin({
-  name: 'stamp',
-  api: PLUGIN_API,
-  validate (c, t, path) {
-    c.table(t, path, ['header'])
-    const header = c.string(t, 'header', path, 'x-stamp')
-    if (!HEADER_NAME.test(header)) c.problem(path + '.header', 'a header name', header)
-    return { header }
-  },
-  create (conf) {
-    return { onRequest (ctx) { addResponseHeaders(ctx, [conf.header, 'clock ' + (now() > 0 ? 'runs' : 'stopped') + ' every ' + CLOCK_MS + 'ms']); return 0 } }
-  },
-})
-`)
-}
 
 test('plugins outside lb\'s folder import lb/plugin: one by path from the config\'s folder, one by package name from global.plugins_dir', async (t) => {
   const dir = tempDir('lb-plugin-host-')
