@@ -1,6 +1,5 @@
-// The resolve hook of core/plugin-resolve.ts for Node versions without
-// module.registerHooks: it runs on Node's module loader thread, so it takes
-// the URL of lb's "lb/plugin" as data instead of importing anything of lb.
+// The resolve hook core/plugin-resolve.ts registers with module.register: it
+// runs on Node's module loader thread, so it takes the URL of lb's "lb/plugin" as data instead of importing anything of lb.
 import type { InitializeHook, ResolveHook } from 'node:module'
 
 let api = ''

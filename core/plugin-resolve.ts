@@ -16,14 +16,15 @@ let provided = false
 export function providePluginApi (): void {
   if (provided) return
   provided = true
-  // Node >= 22.15 resolves in this thread; Node 20 runs the hook module on its loader thread
+  // module.register (Node 20.6 and later; the hook runs on Node's loader thread) exists on every Node lb
+  // supports; registerHooks (in-thread, still experimental) only where register is gone
   const m = nodeModule as typeof nodeModule & { registerHooks?: (hooks: { resolve: unknown }) => unknown }
-  if (typeof m.registerHooks === 'function') {
+  if (typeof m.register === 'function') {
+    m.register('./plugin-resolve-hook.js', import.meta.url, { data: { url: API_URL, specifier: PLUGIN_SPECIFIER } })
+  } else if (typeof m.registerHooks === 'function') {
     m.registerHooks({
       resolve: (specifier: string, context: unknown, next: (s: string, c: unknown) => unknown) =>
         specifier === PLUGIN_SPECIFIER ? { url: API_URL, shortCircuit: true } : next(specifier, context),
     })
-  } else {
-    nodeModule.register('./plugin-resolve-hook.js', import.meta.url, { data: { url: API_URL, specifier: PLUGIN_SPECIFIER } })
   }
 }
