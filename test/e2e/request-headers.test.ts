@@ -63,7 +63,8 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
   })
 
   test('two Host or two Authorization headers: 400 and close (issues 18.2, 29.3)', async () => {
-    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Host header\n$/)
+    // two Host lines: uWS answers 400 itself, before lb (README "Request forms at the edge")
+    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /(?:)/)
     await refused(fresh(), 'authorization: Basic a\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Authorization header\n$/)
     // also where basicAuth would check only the first
     await refused('/auth' + fresh(), `authorization: Basic ${CAROL_B64}\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n`, 400, /more than one Authorization/)
@@ -101,6 +102,19 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.ok(backend.received().includes(`GET ${path} HTTP/1.1\r\nhost: a\r\nx-tab: a\tb\r\n`))
   })
 
+  test('a method that is not a token: 400 and close, never forwarded (issue 18.3)', async () => {
+    for (const method of ['\x7fGET', 'G\x80T', 'G"T']) {
+      const path = fresh()
+      const a = await exchange(lb.port, `${method} ${path} HTTP/1.1\r\nhost: a\r\n\r\n`, { waitClose: true })
+      if (a.status === 0 || a.status === 505) continue // refused by uWS itself before lb (README "Request forms at the edge")
+      assert.equal(a.status, 400, `${JSON.stringify(method)}: ${a.text}`)
+      assert.match(a.responses[0]!.body, /^bad request: invalid method /)
+      assert.ok(a.closed)
+      assert.ok(!backend.received().includes(path), `${JSON.stringify(method)} reached the backend`)
+    }
+    assert.ok(!backend.received().includes('\x7fGET'))
+  })
+
   test('refusals are access-logged with their status', async () => {
     const log = join(lb.dir, 'access.log')
     const lines = async (): Promise<string> => {
@@ -131,9 +145,9 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     const upgrade = (path: string, extra: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\nupgrade: websocket\r\n` +
       `sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n${extra}\r\n`
     const refusedPath = fresh()
-    const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nhost: b\r\n'), { waitClose: true })
+    const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nauthorization: a\r\nauthorization: b\r\n'), { waitClose: true })
     assert.equal(a.status, 400, a.text)
-    assert.match(a.responses[0]!.body, /more than one Host header/)
+    assert.match(a.responses[0]!.body, /more than one Authorization header/)
     assert.ok(!backend.received().includes(refusedPath))
     // the raw backend answers 200, not 101: lb relays that answer, after forwarding the upgrade request
     const path = fresh()
