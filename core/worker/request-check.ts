@@ -11,11 +11,11 @@
 // - Host and Authorization: at most one each (lb routes and authenticates on
 //   one; a backend must not see a second).
 // - No DEL (0x7F) in a header value (RFC 9110 §5.5). The other control
-//   characters (0x00-0x1F but HTAB) never get here: this uWS build refuses
-//   such a request itself (it holds it unanswered, and forwards nothing), which
-//   test/e2e/request-headers.test.ts checks for each of them, so a uWS build that
-//   let one through fails that test. Searching for one character is a native
-//   memchr; a scan for 32 of them cost ~10x as much per request.
+//   characters (0x00-0x1F but HTAB) never get here: this uWS build answers
+//   such a request 400 itself, which test/e2e/request-headers.test.ts checks
+//   for each of them, so a uWS build that let one through fails that test.
+//   Searching for one character is a native memchr; a scan for 32 of them
+//   cost ~10x as much per request.
 // - The method is a token (RFC 9110 §9.1): this uWS build passes "\x7fGET" on.
 // Headers named in Connection are hop-by-hop (RFC 9110 §7.6.1): they are
 // added to the request's dropped headers, except the ones lb needs or sets.
