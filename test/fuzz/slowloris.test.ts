@@ -1,7 +1,10 @@
 // Slowloris: 500 connections that each send their request head one byte per
 // second must not stop a normal client, and a head that takes longer than the
-// header time-out is closed by lb. The uWS build in use has a fixed header
-// time-out of about 10 s (it cannot be configured: README "Fuzzing").
+// header time-out is closed. uWS closes it, before lb sees a request: this
+// build (20.57) closes a connection whose head is not complete about 32 s after
+// it opened, however many bytes keep coming, without a 408 (measured: 31.9 s for
+// one that sent a byte a second throughout, and for one that stopped after 4);
+// it cannot be configured (README "Fuzzing").
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import net from 'node:net'
@@ -9,8 +12,8 @@ import { test } from 'node:test'
 import { request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
 
 const SLOW = 500
-/** the time-out of this uWS build (about 10 s) plus slack for a loaded machine */
-const HEADER_LIMIT_MS = 16_000
+/** the header time-out of this uWS build (about 32 s, in 4 s steps) plus slack for a loaded machine */
+const HEADER_LIMIT_MS = 40_000
 
 test('500 slowloris connections do not stop a normal client, and each is closed after the header time-out', async (t) => {
   const b = await startBackend('b')
