@@ -183,7 +183,7 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.equal(a.status, 413, a.text)
     assert.match(a.responses[0]!.body, /request body larger than 1024 bytes/)
     assert.ok(!backend.received().includes(path))
-    // uWS writes "100 Continue" itself before lb sees the request (README, "Request headers"): it precedes the 413
+    // uWS writes "100 Continue" itself before lb sees the request (README, "Request forms at the edge"): it precedes the 413
     assert.match(a.text, /^(HTTP\/1\.1 100 Continue\r\n\r\n)?HTTP\/1\.1 413 /)
   })
 })
