@@ -63,7 +63,8 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
   })
 
   test('two Host or two Authorization headers: 400 and close (issues 18.2, 29.3)', async () => {
-    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Host header\n$/)
+    // uWS 20.57 answers two Host lines itself (400, no body) before lb sees them; lb's own check stays for any build that does not
+    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^(bad request: more than one Host header\n)?$/)
     await refused(fresh(), 'authorization: Basic a\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Authorization header\n$/)
     // also where basicAuth would check only the first
     await refused('/auth' + fresh(), `authorization: Basic ${CAROL_B64}\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n`, 400, /more than one Authorization/)
@@ -133,7 +134,7 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     const refusedPath = fresh()
     const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nhost: b\r\n'), { waitClose: true })
     assert.equal(a.status, 400, a.text)
-    assert.match(a.responses[0]!.body, /more than one Host header/)
+    assert.match(a.responses[0]!.body, /^(bad request: more than one Host header\n)?$/)
     assert.ok(!backend.received().includes(refusedPath))
     // the raw backend answers 200, not 101: lb relays that answer, after forwarding the upgrade request
     const path = fresh()
