@@ -11,6 +11,7 @@ import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAIL
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
 import { Census } from './control/census.js'
+import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
@@ -48,6 +49,7 @@ export async function run (configPath: string): Promise<Running> {
   loadUws() // fail before starting anything when the native binary cannot load
   mkdirSync(config.global.stateDir, { recursive: true })
   const shm = createShm(config.global.workers)
+  initFaults(shm, log)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only

@@ -18,6 +18,7 @@ import { isIPv4 } from 'node:net'
 import type { EntryPointConf } from '../config/static.js'
 import { type Shm, G_ACCEPTS, H_CONN_ACTIVE, H_CONN_CAP_HIT, stripeBase } from '../shm/layout.js'
 import { isMappedV4, parseIp } from '../net/ip.js'
+import { guarded } from './faults.js'
 
 export const CENSUS_MS = 1_000
 const CENSUS_MAX_MS = 10_000
@@ -117,7 +118,7 @@ export class Census {
   start (): void {
     // without /proc (not Linux, or hidden) nothing is counted: unreadable files read as empty (#sample) or unknown (tcpInUse)
     const tick = (): void => {
-      this.#tick()
+      guarded('connection census', () => this.#tick())
       this.#timer = setTimeout(tick, GATE_MS)
       this.#timer.unref()
     }

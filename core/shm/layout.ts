@@ -48,7 +48,7 @@ export const MAX_ENTRYPOINTS = 16
 export const H_MAGIC = 0
 export const H_VERSION = 1
 export const H_WORKERS = 2
-// word 3: unused
+export const H_FAULTS = 3 // control-plane exceptions caught and carried on from (core/control/faults.ts)
 export const H_CONN_ACTIVE = 4 // client connections open now (kernel census, control plane)
 export const H_CONN_CAP_HIT = 5 // 1 while open connections >= global.max_connections
 export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control plane
