@@ -27,7 +27,7 @@ export interface Management {
 export type Base = Omit<AdminContext, 'store'>
 
 export async function startManagement (base: Base): Promise<Management> {
-  const store = new ConfigStore(base.configPath, base.apply, base.log)
+  const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log)
   const ctx: AdminContext = { ...base, store }
   const conf = ctx.config()
   const closers: Array<() => Promise<void>> = []

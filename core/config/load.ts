@@ -8,6 +8,7 @@ import { Checker, deepFreeze } from './check.js'
 import { type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices } from './dynamic.js'
 import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPointServices, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
 import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin, checkDashboard, checkRuntimeSocket } from './admin.js'
+import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
 import { type GenerationConf, checkGeneration } from '../gen/config.js'
 import { checkPluginConf, loadPluginModules, middlewareTypes } from '../../plugins/index.js'
@@ -52,6 +53,7 @@ export function buildConfig (raw: unknown, file: string): Config {
   const admin = checkAdmin(c, top.admin, global.stateDir)
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
+  c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
   if (c.problems.length > 0) {
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
