@@ -32,6 +32,16 @@ function isHop (k: string): boolean {
     default: return false
   }
 }
+/** Exchanges in progress in this thread: what the drain deadline has to cut (cutExchanges). */
+const live = new Set<ProxyExchange>()
+
+/** Cuts every exchange in progress (the drain deadline passed); returns how many. */
+export function cutExchanges (): number {
+  const n = live.size
+  for (const ex of [...live]) ex.cut()
+  return n
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
@@ -72,6 +82,7 @@ export class ProxyExchange implements Exchange {
   }
 
   start (): void {
+    live.add(this)
     const client = this.#client
     client.onAbort(() => this.#clientAborted())
     if (this.#reading) {
@@ -302,6 +313,18 @@ export class ProxyExchange implements Exchange {
     this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
   }
 
+  /**
+   * lb is stopping and the drain deadline passed: the upstream connection is
+   * closed, and the client gets a 503 with Connection: close, or, when the
+   * response head is already out, its connection closed.
+   */
+  cut (): void {
+    if (this.#finished) return
+    const conn = this.#conn
+    if (conn !== null && conn.exchange === this) conn.destroy()
+    this.#fail('LB_ERR_SHUTDOWN', {}, true)
+  }
+
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
     if (this.#server !== null) {
@@ -339,6 +362,7 @@ export class ProxyExchange implements Exchange {
   #end (): boolean {
     if (this.#finished) return false
     this.#finished = true
+    live.delete(this)
     if (this.#transform !== null) this.#transform.destroy() // no-op after its end; frees zlib memory on an abort
     this.#endReading()
     this.#release()
