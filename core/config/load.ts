@@ -87,11 +87,26 @@ export function parseToml (text: string, file = ''): unknown {
   try {
     return toml.parse(text)
   } catch (err) {
-    const e = err as { message: string, location?: { start?: { line: number, column: number } } }
-    const at = e.location?.start
-    const where = at !== undefined ? ` (line ${at.line}, column ${at.column})` : ''
+    // syntax errors carry location.start; semantic ones (an integer outside the 64-bit range,
+    // nesting deeper than 500) carry line and column on the error itself
+    const e = err as { message: string, location?: { start?: { line: number, column: number } }, line?: number, column?: number }
+    const at = e.location?.start ?? (typeof e.line === 'number' ? { line: e.line, column: e.column ?? 0 } : undefined)
+    const key = at === undefined ? undefined : keyAt(text, at.line)
+    const where = at !== undefined ? ` (line ${at.line}, column ${at.column}${key !== undefined ? `, key ${key}` : ''})` : ''
     throw lbError('LB_ERR_CONFIG_PARSE', { file: file === '' ? '<config>' : file, reason: e.message + where })
   }
+}
+
+/** The dotted key assigned on `line` (1-based), under the last [table] header above it; undefined when the line assigns none. */
+function keyAt (text: string, line: number): string | undefined {
+  const lines = text.split('\n')
+  const key = /^\s*([A-Za-z0-9_."'-]+?)\s*=/.exec(lines[line - 1] ?? '')?.[1]
+  if (key === undefined) return undefined
+  for (let i = line - 2; i >= 0; i--) {
+    const table = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?/.exec(lines[i]!)?.[1]
+    if (table !== undefined) return `${table}.${key}`
+  }
+  return key
 }
 
 export function parseConfig (text: string, file = '', overlay?: RawOverlay): Config {
