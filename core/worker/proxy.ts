@@ -313,8 +313,11 @@ export class ProxyExchange implements Exchange {
     this.#release()
     if (replayable) {
       if (!connectPhase) this.#queued = this.#replay
-      if (staleKeepAlive && this.#attempts <= this.#svc.conf.retries + 1) {
-        // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a fresh one
+      if (staleKeepAlive) {
+        // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a
+        // fresh connection (uses = 1, so this happens once per try). Not a try of its own: when the server
+        // has just died, the fresh connect fails next and must still have its retry on another server.
+        this.#attempts--
         this.#connect(-1, reported)
         return
       }
