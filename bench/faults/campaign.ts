@@ -71,7 +71,8 @@ async function kill9Writes (): Promise<void> {
   const b = await backend('a')
   const adminPort = await (await import('./procs.js')).freePort()
   const toml = lbConfig([b.port]) + `\n[admin]\nenabled = true\naddress = "127.0.0.1:${adminPort}"\n`
-  let p = await lb(toml)
+  const managed = /"msg":"management started"/
+  let p = await lb(toml, undefined, undefined, managed)
   const acked = new Set<string>()
   let failedStarts = 0
   let lost = 0
@@ -92,7 +93,7 @@ async function kill9Writes (): Promise<void> {
     stop = true
     await Promise.all(writers)
     try {
-      p = await lb(toml, p.dir, p.port)
+      p = await lb(toml, p.dir, p.port, managed)
     } catch {
       failedStarts++
       break
@@ -106,7 +107,7 @@ async function kill9Writes (): Promise<void> {
       const { rmSync } = await import('node:fs')
       rmSync(`${p.dir}/run/config-api.json`, { force: true })
       acked.clear()
-      p = await lb(toml, p.dir, p.port)
+      p = await lb(toml, p.dir, p.port, managed)
     }
   }
   row('target', 'kill -9', 'acknowledged writes', 'lost after restart', 'failed starts')

@@ -2,7 +2,7 @@
 // backends as real processes on loopback, and wrk. Each start resolves once
 // the process serves; each process can be signalled like an operator would.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync as mkdtemp, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -11,6 +11,15 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const CLI = join(ROOT, 'dist', 'core', 'cli.js')
 const BACKEND = join(ROOT, 'dist', 'test', 'fixtures', 'faults', 'backend.js')
+
+// every temp folder made here goes when the campaign ends
+const made: string[] = []
+process.on('exit', () => { for (const d of made) rmSync(d, { recursive: true, force: true }) })
+function mkdtempSync (prefix: string): string {
+  const d = mkdtemp(prefix)
+  made.push(d)
+  return d
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
@@ -34,7 +43,7 @@ export function backend (name: string, delayMs = 0): Promise<Proc> {
 }
 
 /** lb on `toml` ({{PORT}}: its entry point); resolves once it logged "started" (or `ready`). */
-export async function lb (toml: string, dir = mkdtempSync(join(tmpdir(), 'lb-faults-')), port?: number, ready = /"msg":"management started"|"msg":"started"/): Promise<Proc> {
+export async function lb (toml: string, dir = mkdtempSync(join(tmpdir(), 'lb-faults-')), port?: number, ready = /"msg":"started"/): Promise<Proc> {
   const p = port ?? await freePort()
   const file = join(dir, 'lb.toml')
   writeFileSync(file, toml.replaceAll('{{PORT}}', String(p)))
@@ -42,7 +51,10 @@ export async function lb (toml: string, dir = mkdtempSync(join(tmpdir(), 'lb-fau
   let err = ''
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   for (const end = Date.now() + 20_000; !ready.test(err); await sleep(20)) {
-    if (proc.exitCode !== null || Date.now() > end) throw new Error(`lb did not start: ${err}`)
+    if (proc.exitCode !== null || Date.now() > end) {
+      proc.kill('SIGKILL')
+      throw new Error(`lb did not start: ${err}`)
+    }
   }
   return { proc, port: p, dir, log: () => err }
 }
