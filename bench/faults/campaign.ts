@@ -10,19 +10,12 @@
 // Each case prints one Markdown table row per target; bench/RESULTS.md keeps the figures.
 import http from 'node:http'
 import net from 'node:net'
-import { type Proc, backend, lb, nginx, sleep, upstreams, waitExit, wrk } from './procs.js'
+import { simpleConfig } from '../../test/helpers.js'
+import { type Proc, backend, freePort, lb, nginx, sleep, upstreams, waitExit, wrk } from './procs.js'
 
 const SECONDS = Number(process.env.SECONDS ?? 8)
 const GLOBAL = '[global]\nworkers = 2\naccess_log = "off"\n'
-const lbConfig = (ports: number[], service = '', global = GLOBAL): string => `${global}
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-[services.web]
-${service}
-${ports.map((p, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "127.0.0.1:${p}"\ncheck = false\n`).join('')}`
+const lbConfig = (ports: number[], service = '', global = GLOBAL): string => `${global}\n${simpleConfig(ports.map((p) => `127.0.0.1:${p}`), service)}`
 
 const row = (...cells: Array<string | number>): void => console.log(`| ${cells.join(' | ')} |`)
 const stopAll = (ps: Proc[]): void => { for (const p of ps) p.proc.kill('SIGKILL') }
@@ -69,7 +62,7 @@ function get (port: number, path: string): Promise<string> {
 async function kill9Writes (): Promise<void> {
   const rounds = Number(process.env.ROUNDS ?? 20)
   const b = await backend('a')
-  const adminPort = await (await import('./procs.js')).freePort()
+  const adminPort = await freePort()
   const toml = lbConfig([b.port]) + `\n[admin]\nenabled = true\naddress = "127.0.0.1:${adminPort}"\n`
   const managed = /"msg":"management started"/
   let p = await lb(toml, undefined, undefined, managed)

@@ -4,12 +4,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync as mkdtemp, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import { CLI, ROOT, freePort, sleep } from '../../test/helpers.js'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
-const CLI = join(ROOT, 'dist', 'core', 'cli.js')
 const BACKEND = join(ROOT, 'dist', 'test', 'fixtures', 'faults', 'backend.js')
 
 // every temp folder made here goes when the campaign ends
@@ -21,15 +19,7 @@ function mkdtempSync (prefix: string): string {
   return d
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-
-export async function freePort (): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = net.createServer()
-    s.once('error', rej)
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => res(p)) })
-  })
-}
+export { freePort, sleep } from '../../test/helpers.js'
 
 export interface Proc { readonly proc: ChildProcess, readonly port: number, readonly dir: string, log: () => string }
 
