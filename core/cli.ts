@@ -3,7 +3,8 @@
 // lb check -c FILE   validate the configuration and exit 0 or 1 (like nginx -t)
 import { loadConfigAsync } from './config/load.js'
 import { createLogger } from './log.js'
-import { isLbError } from './errors.js'
+import { unwritablePaths } from './config/paths.js'
+import { formatError, isLbError } from './errors.js'
 import { run } from './main.js'
 import { catchStrays } from './control/faults.js'
 
@@ -28,7 +29,8 @@ async function main (): Promise<void> {
     case 'check': {
       const file = configArg(args)
       try {
-        await loadConfigAsync(file)
+        const problems = unwritablePaths(await loadConfigAsync(file))
+        if (problems.length > 0) throw new Error(problems.join('\n'))
         process.stdout.write(`lb: configuration file ${file} test is successful\n`)
       } catch (err) {
         process.stderr.write(`lb: ${(err as Error).message}\nlb: configuration file ${file} test failed\n`)
@@ -56,7 +58,9 @@ async function main (): Promise<void> {
         process.on('SIGTERM', stop)
         process.on('SIGINT', stop)
       } catch (err) {
-        log.error(isLbError(err) ? err.message : (err as Error).stack ?? String(err), isLbError(err) ? { code: err.code } : {})
+        // one line, never a stack trace: the message names the path or address and the fix
+        if (isLbError(err)) log.error(err.message, { code: err.code })
+        else log.error(formatError('LB_ERR_STARTUP', { reason: (err as Error).message ?? String(err) }), { code: 'LB_ERR_STARTUP' })
         process.exit(1)
       }
       return

@@ -13,6 +13,8 @@ export const ERRORS = {
   // start-up
   LB_ERR_UWS_FALLBACK: { status: 0, message: 'uWebSockets.js native binary did not load ({reason}); refusing to run on its slow JS fallback' },
   LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
+  LB_ERR_PATH: { status: 0, message: 'cannot write {problems}' },
+  LB_ERR_STARTUP: { status: 0, message: 'start-up failed: {reason}' },
   // TLS, WebSocket, TCP (core/worker/listeners.ts, ws-proxy.ts, tcp-proxy.ts)
   LB_ERR_TLS: { status: 0, message: 'entry point {entrypoint}: cannot use its TLS certificates ({reason})' },
   LB_ERR_WS_BACKPRESSURE: { status: 0, message: 'WebSocket closed with 1013: more than {limit} bytes from the client waited for a slow server' },
@@ -23,9 +25,17 @@ export const ERRORS = {
   LB_ERR_NO_ROUTE: { status: 404, message: 'no route for this request' },
   LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
   LB_ERR_BAD_REQUEST: { status: 400, message: 'bad request: {reason}' },
+  // request headers refused before routing (core/worker/request-check.ts); each answer closes the connection
+  LB_ERR_CONTENT_LENGTH: { status: 400, message: 'bad request: {reason}' },
+  LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },
+  LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
+  LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
+  // request path and Host, decided before routing (core/worker/request-path.ts, request-host.ts)
+  LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
+  LB_ERR_BAD_HOST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
   LB_ERR_SHUTDOWN: { status: 503, message: 'lb is stopping: the request did not finish within global.drain_timeout' },
-  LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}' },
+  LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}: {why}' },
   LB_ERR_UPSTREAM_CONNECT: { status: 502, message: 'cannot connect to upstream server' },
   LB_ERR_UPSTREAM_RESET: { status: 502, message: 'upstream server closed the connection' },
   LB_ERR_UPSTREAM_PROTOCOL: { status: 502, message: 'upstream server sent an invalid response' },
@@ -37,6 +47,12 @@ export const ERRORS = {
   LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}
+  LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
+  LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },
+  LB_ERR_GEN_NUM_PREDICT: { status: 400, message: 'invalid value for "options.num_predict": {value} is over the limit generation.max_num_predict = {limit}' },
+  LB_ERR_GEN_CONTEXT_TOKEN: { status: 400, message: 'invalid value for "context": token {token} is not in the vocabulary of model {model} (ids 0 to {max})' },
+  LB_ERR_GEN_TIMEOUT: { status: 504, message: 'request timed out after {seconds}s (generation.request_timeout)' },
 } as const satisfies Record<string, { status: number, message: string }>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -5,6 +5,8 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
 import { loadConfigAsync } from './config/load.js'
+import { unwritablePaths } from './config/paths.js'
+import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
@@ -12,7 +14,6 @@ import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
 import { loadStartConfig } from './admin/state-start.js'
 import { capacityProblems, chooseCapacities } from './config/capacity.js'
-import { lbError } from './errors.js'
 import { Census } from './control/census.js'
 import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
@@ -53,6 +54,8 @@ export async function run (configPath: string): Promise<Running> {
   if (start.notes.error !== null) log.error('config API state file set aside: it cannot be applied', start.notes.error)
   if (start.notes.removedTemps.length > 0) log.info('removed temp files of interrupted state writes', { files: start.notes.removedTemps })
   loadUws() // fail before starting anything when the native binary cannot load
+  const unwritable = unwritablePaths(config)
+  if (unwritable.length > 0) throw lbError('LB_ERR_PATH', { problems: unwritable.join('; ') })
   mkdirSync(config.global.stateDir, { recursive: true })
   // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
   const limits = config.limits

@@ -41,7 +41,11 @@ export interface ResponseHead {
    * (Content-Encoding, Vary).
    */
   transform: Transform | null
-  /** true for a HEAD request or a status without a body (1xx, 204, 304): a transform is never applied */
+  /**
+   * true for a HEAD request or a status without a body (1xx, 204, 304): a transform is never applied.
+   * For HEAD a hook should decide as for GET (RFC 9110 §9.3.2: the same fields); a transform it sets
+   * is not run, and the answer then carries no Content-Length, as the GET's would not.
+   */
   readonly noBody: boolean
   /** the upstream's Content-Length, -1 when unknown (chunked or close-delimited) */
   readonly contentLength: number

@@ -79,10 +79,18 @@ function validate (c: Checker, t: Table, path: string, baseDir: string): BasicAu
   }
 }
 
-/** "Basic <base64>" → "user:password" text, or null. The scheme is case-insensitive (RFC 9110 §11.1). */
+/**
+ * "Basic <base64>" → "user:password" text, or null. The scheme is case-insensitive (RFC 9110 §11.1).
+ * The base64 is decoded strictly (RFC 4648 §4, as Go's base64.StdEncoding in Traefik): padded, and
+ * nothing Buffer's lenient decoder would skip (junk after the padding, bad or missing padding, other
+ * characters). Only the canonical text re-encodes to itself, so it is all the check needs.
+ */
 function credentials (auth: string): string | null {
   if (auth.length < 7 || auth.charCodeAt(5) !== 32 || auth.slice(0, 5).toLowerCase() !== 'basic') return null
-  return Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8')
+  const b64 = auth.slice(6).trim()
+  const raw = Buffer.from(b64, 'base64')
+  if (raw.toString('base64') !== b64) return null
+  return raw.toString('utf8')
 }
 
 export default definePlugin<BasicAuthConf>({

@@ -244,8 +244,9 @@ export default definePlugin<CompressConf>({
     const { encodings, minBytes, gzipLevel, brotliQuality } = conf
     const excluded = compileTypes(conf.excluded)
     const included = compileTypes(conf.included)
-    const eligible = (head: ResponseHead): boolean => {
-      if (head.noBody || head.status < 200 || head.status === 206) return false
+    // HEAD is decided as GET would be (same Vary, same Content-Encoding); its transform is never run
+    const eligible = (head: ResponseHead, isHead: boolean): boolean => {
+      if ((head.noBody && !isHead) || head.status < 200 || head.status === 204 || head.status === 206 || head.status === 304) return false
       if (head.contentLength >= 0 && head.contentLength < minBytes) return false
       const h = head.headers
       const ce = findHeader(h, 'content-encoding')
@@ -260,7 +261,7 @@ export default definePlugin<CompressConf>({
     }
     return {
       onResponse (ctx, head) {
-        if (!eligible(head)) return
+        if (!eligible(head, ctx.method === 'HEAD')) return
         // a cache must know the body depends on Accept-Encoding, whichever this client sent
         addVary(head.headers)
         const enc = negotiate(ctx.header('accept-encoding'), encodings)
@@ -271,7 +272,8 @@ export default definePlugin<CompressConf>({
         const etag = findHeader(h, 'etag')
         if (etag >= 0 && h[etag]!.startsWith('"')) h[etag] = 'W/' + h[etag]! // the bytes differ now (as nginx gzip)
         h.push('content-encoding', enc)
-        head.transform = head.contentLength >= 0 && head.contentLength <= ONE_SHOT_MAX
+        // (a HEAD's transform is never run: the cheapest kind, no zlib stream)
+        head.transform = head.noBody || (head.contentLength >= 0 && head.contentLength <= ONE_SHOT_MAX)
           ? new OneShot(enc, head.contentLength, gzipLevel, brotliQuality)
           : streamingTransform(enc, head.contentLength, gzipLevel, brotliQuality)
       },

@@ -2,7 +2,7 @@
 // compiled CLI (`lb run -c FILE`) as a child process, exactly as a user would;
 // startBackend() runs a node:http server with a scripted handler.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -11,6 +11,18 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const CLI = join(ROOT, 'dist', 'core', 'cli.js')
+
+// folders made by tempDir in this process, removed when it exits (each test file
+// runs in its own process): a test that fails half-way leaves nothing behind either
+const temps: string[] = []
+process.on('exit', () => { for (const d of temps) rmSync(d, { recursive: true, force: true }) })
+
+/** A new folder under os.tmpdir() (TMPDIR), removed with everything in it when this test process exits. */
+export function tempDir (prefix = 'lb-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  temps.push(dir)
+  return dir
+}
 
 // ports handed out by freePort in this process: the kernel may offer a just-closed
 // port again, and two ports picked before either is bound must differ
@@ -71,7 +83,7 @@ export interface LbOptions {
  */
 export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> {
   const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'lb-test-'))
+  const dir = tempDir()
   const file = join(dir, 'lb.toml')
   const render = (t: string): string => {
     const text = t.replaceAll('{{PORT}}', String(port)).replaceAll('{{DIR}}', dir)
@@ -205,4 +217,19 @@ service = "web"
 ${service}
 ${servers.map((s, i) => `[[services.web.servers]]\nname = "s${i + 1}"\naddress = "${s}"\ncheck = false\n`).join('\n')}
 ${extra}`
+}
+
+/**
+ * The shipped conf/lb.toml with each of its fixed loopback ports (8080, 5555,
+ * 8081, 9001, 9002) swapped for a free one, as other tests run on this machine;
+ * `ports` maps each shipped port to the one used.
+ */
+export async function shippedConfig (): Promise<{ text: string, ports: Map<number, number> }> {
+  let text = readFileSync(join(ROOT, 'conf', 'lb.toml'), 'utf8')
+  const ports = new Map<number, number>()
+  for (const p of [8080, 5555, 8081, 9001, 9002]) {
+    ports.set(p, await freePort())
+    text = text.replaceAll(`"127.0.0.1:${p}"`, `"127.0.0.1:${ports.get(p)}"`)
+  }
+  return { text, ports }
 }

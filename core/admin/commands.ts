@@ -9,7 +9,8 @@ import type { ServerConf, ServiceConf } from '../config/dynamic.js'
 import { ADMIN_MAINT, ADMIN_READY, ADMIN_STATES, S_WEIGHT, serverBase } from '../shm/layout.js'
 import { bumpServiceState, setAdminState } from '../shm/server-state.js'
 import type { AdminContext } from './context.js'
-import { ALL_STATS, type StatFilter, showInfo, showServersState, showSess, showStat } from './haproxy-stats.js'
+import { ALL_STATS, type StatFilter, showInfo, showServersState, showStat } from './haproxy-stats.js'
+import { showSess } from './show-sess.js'
 
 /** Output lines of one command, without the terminating empty line (commands never print an empty line). */
 export type Output = string[]
@@ -52,7 +53,7 @@ function setWeight (ctx: AdminContext, t: Target, value: string | undefined): Ou
   if (value.endsWith('%')) {
     const pct = Number(value.slice(0, -1))
     if (!/^\d+%$/.test(value)) return ['Relative weight must be positive.']
-    w = Math.min(256, Math.round((t.srv.weight * pct) / 100))
+    w = Math.min(256, Math.floor((t.srv.weight * pct) / 100)) // integer division, as HAProxy: 50% of 1 is 0
   } else {
     if (!/^\d+$/.test(value) || Number(value) > 256) return ['Absolute weight can only be between 0 and 256 inclusive.']
     w = Number(value)

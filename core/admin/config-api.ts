@@ -12,10 +12,39 @@ import { ApiError, type Draft } from './config-store.js'
 import { type SchemaError, backendOf, backendTable, serverOf, serverTable } from './config-model.js'
 import type { AdminContext } from './context.js'
 import type { Answer, Request, Route, Surface } from './http-server.js'
+import { apiInfo, specification } from './config-spec.js'
 import { serverView } from './server-view.js'
 
 const BASE = '/v2/services/lb'
 const CFG = `${BASE}/configuration`
+/** the Data Plane API's own prefix: existing clients hard-code it, so every route answers there too */
+const HAPROXY_BASE = '/v2/services/haproxy'
+
+/** query parameters every write takes (the Data Plane API's version/transaction pair, and force_reload) */
+const WRITE_PARAMS = ['version', 'transaction_id', 'force_reload']
+/** and the ones naming the parent backend of a server */
+const SERVER_PARAMS = ['backend', 'parent_name']
+
+/**
+ * The checks the Data Plane API makes on the query before a handler runs.
+ * lb has no transactions (yet): any transaction_id names a transaction that
+ * does not exist, answered as client-native answers one (400) rather than
+ * ignored, which would apply a change meant to be staged. On a write, a
+ * query parameter the route does not take is a 400, never silently dropped.
+ */
+function checkQuery (req: Request, allowed: readonly string[] | null): void {
+  const tx = req.query.get('transaction_id')
+  if (allowed !== null) {
+    for (const k of req.query.keys()) {
+      if (!allowed.includes(k)) throw new ApiError(400, `unknown query parameter ${JSON.stringify(k)}: this endpoint takes ${allowed.join(', ')}`)
+    }
+    const fr = req.query.get('force_reload')
+    if (fr !== null && fr !== 'true' && fr !== 'false') throw new ApiError(422, `force_reload in query must be of type boolean: ${JSON.stringify(fr)}`, 601)
+    if (tx !== null && req.query.get('version') !== null) throw new ApiError(400, 'both version and transaction specified, specify only one', 400)
+    if (tx !== null && fr === 'true') throw new ApiError(400, 'Both force_reload and transaction specified, specify only one', 400)
+  }
+  if (tx !== null) throw new ApiError(400, `transaction does not exist: transaction ${tx} does not exist`, 400)
+}
 
 function errorAnswer (status: number, code: number, message: string, version?: number): Answer {
   return { status, json: { code, message }, headers: version === undefined ? undefined : { 'configuration-version': String(version) } }
@@ -91,8 +120,12 @@ function guard (ctx: AdminContext, h: (req: Request) => Answer | Promise<Answer>
 }
 
 export function configApi (ctx: AdminContext): Surface {
-  const r = (method: Route['method'], path: string, help: string, handler: (req: Request) => Answer | Promise<Answer>): Route =>
-    ({ method, path, help, mutates: method !== 'GET', handler: guard(ctx, handler) })
+  const r = (method: Route['method'], path: string, help: string, handler: (req: Request) => Answer | Promise<Answer>): Route => {
+    const mutates = method !== 'GET'
+    // writes take the version/transaction parameters, plus the parent backend on server paths
+    const allowed = !mutates ? null : path.includes('/runtime/') ? SERVER_PARAMS : path.includes('/servers') ? [...SERVER_PARAMS, ...WRITE_PARAMS] : WRITE_PARAMS
+    return { method, path, help, mutates, handler: guard(ctx, (req) => { checkQuery(req, allowed); return handler(req) }) }
+  }
   const routes: Route[] = [
     r('GET', `${CFG}/version`, 'configuration version (a bare integer)', () => versioned(ctx, 200, ctx.store.version)),
     r('GET', `${CFG}/backends`, 'list backends', () => versioned(ctx, 200, { _version: ctx.store.version, data: proxyServices(ctx).map(backendOf) })),
@@ -206,10 +239,13 @@ export function configApi (ctx: AdminContext): Surface {
       setAdminState(ctx.shm.i32, slot, ctx.slots.service(b.name)!, ADMIN_STATES.indexOf(state))
       return { status: 200, json: runtimeServer(ctx, b, req.params.name!, i) }
     }),
+    r('GET', '/v2/info', 'API and system information (Data Plane API info model)', () => ({ status: 200, json: apiInfo(ctx) })),
+    r('GET', '/v2/specification', 'the OpenAPI document of the routes lb implements', () => ({ status: 200, json: specification() })),
   ]
+  const aliases = routes.filter((x) => x.path.startsWith(BASE)).map((x) => ({ ...x, path: HAPROXY_BASE + x.path.slice(BASE.length), help: `alias of ${x.path}` }))
   return {
     name: 'config API (HAProxy Data Plane API v2)',
-    routes,
+    routes: [...routes, ...aliases],
     notFound: (path) => errorAnswer(404, 404, `path ${path} was not found`),
     methodNotAllowed: (path) => errorAnswer(405, 405, `method not allowed on ${path}`),
     internalError: (err) => errorAnswer(500, 500, err.message),

@@ -215,8 +215,10 @@ export function serverTable (body: unknown, previous: Table | null): { name: str
       if (!path.startsWith('/')) s.add(605, "address in body should be an IP address, a host name or an absolute unix socket path")
       if (port !== undefined) s.add(616, 'port in body is a forbidden property for a unix socket address')
       full = `unix:${path}`
-    } else if (port === undefined) {
+    } else if (t.port === undefined || t.port === null) {
       s.add(602, 'port in body is required')
+    } else if (port === undefined) {
+      // the port was given but is invalid: s.int has said why; nothing more is wrong with the address
     } else {
       const host = address.includes(':') ? `[${address.replace(/^\[|\]$/g, '')}]` : address
       full = `${host}:${port}`

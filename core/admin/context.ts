@@ -8,6 +8,7 @@ import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
+import type { Sampler } from './sampler.js'
 
 export interface AdminContext {
   readonly configPath: string
@@ -22,6 +23,13 @@ export interface AdminContext {
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore
+  /** per-second rates, peaks and the dashboard history (core/admin/sampler.ts) */
+  readonly sampler: Sampler
 }
 
+/** What the sampler and the server view need: the context before the sampler exists. */
+export type AdminCore = Omit<AdminContext, 'sampler'>
+
 export const VERSION = '0.1.0'
+/** HAProxy's Release_date ("Date of latest source code update") of this VERSION, in HAProxy's YYYY/MM/DD form */
+export const RELEASE_DATE = '2026/11/24'

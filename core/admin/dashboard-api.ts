@@ -9,8 +9,10 @@ import type { ServiceConf } from '../config/dynamic.js'
 import { formatHostPort } from '../config/static.js'
 import type { AdminContext } from './context.js'
 import { VERSION } from './context.js'
+import { TEXT_ERRORS } from './dashboard-page.js'
 import type { Answer, Request, Route, Surface } from './http-server.js'
 import { serverUrl, serverView } from './server-view.js'
+import { goDuration, middlewareOptions, tcpRouters } from './traefik-view.js'
 
 type Obj = Record<string, unknown>
 
@@ -47,12 +49,28 @@ function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Ob
       servers,
       strategy: STRATEGY[s.balance],
       passHostHeader: true,
-      ...(anyChecked ? { healthCheck: { path: hc.path, interval: `${hc.intervalMs}ms`, timeout: `${hc.timeoutMs}ms`, status: hc.status } } : {}),
+      ...(anyChecked ? { healthCheck: { path: hc.path, interval: goDuration(hc.intervalMs), timeout: goDuration(hc.timeoutMs), status: hc.status } } : {}),
     },
     ...base,
     type: 'loadbalancer',
     serverStatus,
   }
+}
+
+/** Traefik's TCP services: the services lb's TCP entry points forward to, servers by address. */
+function tcpServices (ctx: AdminContext, config: Config): Obj[] {
+  const routers = tcpRouters(config)
+  return config.services.filter((s) => s.kind === 'proxy' && routers.some((r) => r.service === s.name)).map((s) => {
+    const p = provider(ctx, s.name)
+    const serverStatus: Record<string, string> = {}
+    const servers = s.servers.map((srv) => {
+      const address = srv.path !== '' ? `unix:${srv.path}` : formatHostPort(srv.host, srv.port)
+      serverStatus[address] = serverView(ctx, s, srv).traefik
+      return { address, weight: srv.weight }
+    })
+    const usedBy = routers.filter((r) => r.service === s.name).map((r) => r.name as string).sort()
+    return { loadBalancer: { servers }, status: 'enabled', usedBy, name: `${s.name}@${p}`, provider: p, type: 'loadbalancer', serverStatus }
+  }).sort((a, b) => (a.name < b.name ? -1 : 1))
 }
 
 /** The Traefik runtime view of `config`: dynamic config plus status and usedBy. */
@@ -74,7 +92,7 @@ export function runtimeView (ctx: AdminContext, config: Config): RuntimeView {
   })
   const services = config.services.map((s) => serviceObject(ctx, s, config.routers.filter((r) => r.service === s.name).map((r) => `${r.name}@file`).sort()))
   const middlewares = config.middlewares.map((m): Obj => ({
-    [m.type]: redactSecrets(m.conf ?? {}),
+    [m.type]: middlewareOptions(m),
     status: 'enabled',
     usedBy: config.routers.filter((r) => r.middlewares.includes(m.name)).map((r) => `${r.name}@file`).sort(),
     name: `${m.name}@file`,
@@ -143,8 +161,8 @@ function entrypoints (config: Config): Obj[] {
   return config.entrypoints.map((e) => ({
     address: formatHostPort(e.host, e.port),
     transport: {
-      lifeCycle: { graceTimeOut: `${config.global.drainTimeoutMs}ms` },
-      respondingTimeouts: { readTimeout: `${t.clientMs}ms`, idleTimeout: '10s' },
+      lifeCycle: { graceTimeOut: goDuration(config.global.drainTimeoutMs) },
+      respondingTimeouts: { readTimeout: goDuration(t.clientMs), idleTimeout: '10s' },
     },
     forwardedHeaders: {},
     http: {},
@@ -163,6 +181,16 @@ export function dashboardApi (ctx: AdminContext): Surface {
     r('/api/http/services/{id}', 'one service by name@provider', (req) => one(view().services, req.params.id!, 'service')),
     r('/api/http/middlewares', 'middlewares', (req) => list(req, view().middlewares)),
     r('/api/http/middlewares/{id}', 'one middleware by name@provider', (req) => one(view().middlewares, req.params.id!, 'middleware')),
+    r('/api/tcp/routers', 'TCP routers: one per TCP entry point', (req) => list(req, tcpRouters(ctx.config()))),
+    r('/api/tcp/routers/{id}', 'one TCP router', (req) => one(tcpRouters(ctx.config()), req.params.id!, 'router')),
+    r('/api/tcp/services', 'TCP services with serverStatus per server', (req) => list(req, tcpServices(ctx, ctx.config()))),
+    r('/api/tcp/services/{id}', 'one TCP service', (req) => one(tcpServices(ctx, ctx.config()), req.params.id!, 'service')),
+    r('/api/tcp/middlewares', 'TCP middlewares (lb has none: always empty)', (req) => list(req, [])),
+    r('/api/tcp/middlewares/{id}', 'one TCP middleware', (req) => one([], req.params.id!, 'middleware')),
+    r('/api/udp/routers', 'UDP routers (lb has no UDP: always empty)', (req) => list(req, [])),
+    r('/api/udp/routers/{id}', 'one UDP router', (req) => one([], req.params.id!, 'router')),
+    r('/api/udp/services', 'UDP services (lb has no UDP: always empty)', (req) => list(req, [])),
+    r('/api/udp/services/{id}', 'one UDP service', (req) => one([], req.params.id!, 'service')),
     r('/api/entrypoints', 'entry points', (req) => list(req, entrypoints(ctx.config()))),
     r('/api/entrypoints/{id}', 'one entry point', (req) => one(entrypoints(ctx.config()), req.params.id!, 'entry point')),
     r('/api/overview', 'counts per kind, features, providers', () => {
@@ -173,7 +201,7 @@ export function dashboardApi (ctx: AdminContext): Surface {
         status: 200,
         json: {
           http: { routers: counts(v.routers), services: counts(v.services), middlewares: counts(v.middlewares) },
-          tcp: { routers: zero, services: zero, middlewares: zero },
+          tcp: { routers: counts(tcpRouters(c)), services: counts(tcpServices(ctx, c)), middlewares: zero },
           udp: { routers: zero, services: zero },
           features: { tracing: '', metrics: c.dashboard.metrics ? 'Prometheus' : '', accessLog: c.global.accessLog !== 'off' },
           providers: v.services.some((s) => s.provider === 'api') ? ['File', 'API'] : ['File'],
@@ -183,23 +211,18 @@ export function dashboardApi (ctx: AdminContext): Surface {
     r('/api/rawdata', 'the whole runtime view as maps keyed by name@provider', () => {
       const v = view()
       const map = (xs: Obj[]): Obj => Object.fromEntries(xs.map((x) => [x.name as string, x]))
-      return { status: 200, json: { routers: map(v.routers), middlewares: map(v.middlewares), services: map(v.services) } }
+      const c = ctx.config()
+      const tcp = tcpRouters(c)
+      // Traefik leaves empty sections out (omitempty)
+      const tcpPart = tcp.length === 0 ? {} : { tcpRouters: map(tcp), tcpServices: map(tcpServices(ctx, c)) }
+      return { status: 200, json: { routers: map(v.routers), middlewares: map(v.middlewares), services: map(v.services), ...tcpPart } }
     }),
     r('/api/version', 'version and start date', () => ({ status: 200, json: { Version: VERSION, Codename: 'lb', startDate: new Date(ctx.startedAt).toISOString() } })),
   ]
   return {
     name: 'dashboard API (Traefik v3 shapes)',
     routes,
-    notFound: () => ({ status: 404, text: '404 page not found\n' }),
-    methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
+    ...TEXT_ERRORS,
     internalError: (err) => traefikError(500, err.message),
   }
-}
-
-/** Middleware configs as the API shows them: password hashes and secrets never leave the process (they invite offline cracking). */
-const SECRET_KEYS = /^(hash|password|secret|token|tokens|key)$/i
-function redactSecrets (v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(redactSecrets)
-  if (typeof v !== 'object' || v === null) return v
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SECRET_KEYS.test(k) ? '<redacted>' : redactSecrets(x)]))
 }

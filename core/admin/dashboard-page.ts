@@ -16,6 +16,13 @@ export function pageDir (): string {
   return found
 }
 
+/** Error answers of the dashboard listener's own surfaces: plain text, as Traefik's router writes them. */
+export const TEXT_ERRORS: Pick<Surface, 'notFound' | 'methodNotAllowed' | 'internalError'> = {
+  notFound: () => ({ status: 404, text: '404 page not found\n' }),
+  methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
+  internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+}
+
 export function dashboardPage (): Surface {
   const dir = pageDir()
   const files = new Map<string, { text: string, type: string }>(FILES.map(([name, type]) => [name, { text: readFileSync(join(dir, name), 'utf8'), type }]))
@@ -33,8 +40,6 @@ export function dashboardPage (): Surface {
   return {
     name: 'dashboard page',
     routes,
-    notFound: () => ({ status: 404, text: '404 page not found\n' }),
-    methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
-    internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+    ...TEXT_ERRORS,
   }
 }

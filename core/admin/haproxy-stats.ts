@@ -2,19 +2,18 @@
 // lines in HAProxy's field order, fields without a value skipped), `show stat`
 // (the 119-column CSV with its "# " header, the "-," delimiter after the static
 // columns and a trailing comma on every line, so tools that read HAProxy's
-// stats socket parse it unchanged), `show servers state` and `show sess`.
-import { readFile } from 'node:fs/promises'
+// stats socket parse it unchanged) and `show servers state` (`show sess`: show-sess.ts).
+import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { ServiceConf } from '../config/dynamic.js'
 import {
   C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
-  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_SUM,
+  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
-import { epRow, sumTimeBlock } from '../shm/request-stats.js'
-import { isMappedV4 } from '../net/ip.js'
+import { epRow, serverTimes, sumTimeBlock } from '../shm/request-stats.js'
 import type { AdminContext } from './context.js'
-import { VERSION } from './context.js'
+import { RELEASE_DATE, VERSION } from './context.js'
 import { serverView } from './server-view.js'
 
 export const STAT_COLUMNS = ('pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,' +
@@ -50,6 +49,10 @@ const CHECK_DESC: Record<string, string> = {
   L7OK: 'Layer7 check passed', L7STS: 'Layer7 wrong status', L7TOUT: 'Layer7 timeout', L7RSP: 'Layer7 invalid response',
 }
 
+/** HAProxy's enum healthcheck_status numbers (srv_check_status in `show servers state`) */
+// (a server without checks stays at INI, 1)
+const HCHK_STATUS: Record<string, number> = { UNK: 0, INI: 1, L4OK: 6, L4TOUT: 7, L4CON: 8, L7TOUT: 12, L7RSP: 13, L7OK: 15, L7STS: 17 }
+
 const TYPE_FE = 1
 const TYPE_BE = 2
 const TYPE_SV = 4
@@ -82,9 +85,15 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     const row = sumTimeBlock(shm, epRow(i))
     // the duration buckets, +Inf included, count every request once
     const requests = row.subarray(0, T_SUM).reduce((n, x) => n + x, 0)
+    const fs = ctx.sampler.frontends.get(ep.name)
+    // connections are counted for the process, not per entry point: the first entry point carries them
+    const sess: Row = i === 0 && fs !== undefined
+      ? { rate: fs.conn.cur, rate_lim: 0, rate_max: fs.conn.max, smax: fs.smax, conn_rate: fs.conn.cur, conn_rate_max: fs.conn.max, conn_tot: sumGlobal(shm, G_ACCEPTS) }
+      : {}
     lines.push(csvLine({
       pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
-      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_HEAD_IN]! + row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      ...sess, req_rate: fs?.req.cur ?? 0, req_rate_max: fs?.req.max ?? 0,
       req_tot: requests, mode: 'http', proto: 'http',
       ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),
     }))
@@ -95,6 +104,8 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     if (f.proxy !== null && f.proxy !== svc.name && f.proxy !== String(iid)) return
     let act = 0
     let totals = { weight: 0, inflight: 0, lbtot: 0, bin: 0, bout: 0, econ: 0, eresp: 0, wretr: 0, h: [0, 0, 0, 0, 0] }
+    // the backend's averages: its servers' weighted by the requests each measured
+    const times = { ct: 0, rt: 0, tt: 0, n: 0 }
     svc.servers.forEach((srv, k) => {
       const v = serverView(ctx, svc, srv)
       const slot = v.slot
@@ -107,6 +118,8 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       const connErr = sum(C_CONN_ERR)
       const respErr = sum(C_RESP_ERR)
       const retries = sum(C_RETRIES)
+      const tm = slot < 0 ? null : serverTimes(shm, slot)
+      if (tm !== null) { times.ct += tm.ctime * tm.samples; times.rt += tm.rtime * tm.samples; times.tt += tm.ttime * tm.samples; times.n += tm.samples }
       const usable = v.healthy && v.admin === 'ready' && v.weight > 0
       if (usable) { act++; totals.weight += v.weight }
       totals = { ...totals, inflight: totals.inflight + v.inflight, lbtot: totals.lbtot + selected, bin: totals.bin + bytesIn, bout: totals.bout + bytesOut, econ: totals.econ + connErr, eresp: totals.eresp + respErr, wretr: totals.wretr + retries, h: totals.h.map((x, j) => x + h[j]!) }
@@ -115,24 +128,40 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       if (f.noMaint && v.admin === 'maint') return
       const hc = svc.healthCheck
       const health = v.healthy ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
+      const ss = ctx.sampler.servers.get(`${svc.name}/${srv.name}`)
       lines.push(csvLine({
-        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: '', slim: '', stot: selected, bin: bytesIn, bout: bytesOut,
+        pxname: svc.name, svname: srv.name, qcur: 0, qmax: 0, scur: v.inflight, smax: Math.max(ss?.smax ?? 0, v.inflight), slim: '', stot: selected, bin: bytesIn, bout: bytesOut,
         dresp: 0, econ: connErr, eresp: respErr, wretr: retries, wredis: 0, status: v.status, weight: v.weight,
-        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, chkdown: v.downCount } : {}), lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
-        type: 2, ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
+        act: 1, bck: 0, ...(srv.check ? { chkfail: v.checkFails, downtime: Math.floor((ss?.downMs ?? 0) / 1000) } : {}), chkdown: v.downCount,
+        lastchg: v.sinceChangeSec, pid: 1, iid, sid: k + 1, lbtot: selected,
+        type: 2, rate: ss?.rate.cur ?? 0, rate_max: ss?.rate.max ?? 0, lastsess: since(ss?.lastSessAt ?? 0),
+        qtime: 0, ctime: Math.round(tm?.ctime ?? 0), rtime: Math.round(tm?.rtime ?? 0), ttime: Math.round(tm?.ttime ?? 0),
+        ...(srv.check ? { check_status: v.checkStatus, check_code: v.checkCode || '', check_duration: v.checkMs, check_desc: CHECK_DESC[v.checkStatus] ?? '', check_rise: hc.rise, check_fall: hc.fall, check_health: health } : {}),
         hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: 0,
         addr: srv.path !== '' ? `unix:${srv.path}` : `${srv.host}:${srv.port}`, mode: 'http', uweight: v.weight, srid: k + 1,
       }))
     })
     if (!want(svc.name, iid, TYPE_BE)) return
+    const bs = ctx.sampler.backends.get(svc.name)
     lines.push(csvLine({
-      pxname: svc.name, svname: 'BACKEND', qcur: 0, qmax: 0, scur: totals.inflight, stot: totals.lbtot, bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
+      pxname: svc.name, svname: 'BACKEND', qcur: 0, qmax: 0, scur: totals.inflight, smax: Math.max(bs?.smax ?? 0, totals.inflight), stot: totals.lbtot,
+      bin: totals.bin, bout: totals.bout, dreq: 0, dresp: 0,
       econ: totals.econ, eresp: totals.eresp, wretr: totals.wretr, wredis: 0, status: act > 0 ? 'UP' : 'DOWN', weight: totals.weight, act, bck: 0,
-      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
+      chkdown: bs?.downs ?? 0, downtime: Math.floor((bs?.downMs ?? 0) / 1000),
+      pid: 1, iid, sid: 0, lbtot: totals.lbtot, type: 1, rate: bs?.rate.cur ?? 0, rate_max: bs?.rate.max ?? 0, lastsess: since(bs?.lastSessAt ?? 0),
+      qtime: 0, ctime: avg(times.ct, times.n), rtime: avg(times.rt, times.n), ttime: avg(times.tt, times.n),
+      hrsp_1xx: totals.h[0]!, hrsp_2xx: totals.h[1]!, hrsp_3xx: totals.h[2]!, hrsp_4xx: totals.h[3]!,
       hrsp_5xx: totals.h[4]!, hrsp_other: 0, req_tot: totals.lbtot, mode: 'http', algo: svc.balance, uweight: totals.weight,
     }))
   })
   return lines
+}
+
+const avg = (sum: number, n: number): number => (n === 0 ? 0 : Math.round(sum / n))
+
+/** HAProxy's lastsess: seconds since `at` (ms epoch), -1 for never. */
+function since (at: number): number {
+  return at === 0 ? -1 : Math.max(0, Math.floor((Date.now() - at) / 1000))
 }
 
 function classTotals (ctx: AdminContext): Row {
@@ -148,25 +177,70 @@ function uptime (sec: number): string {
   return `${d}d ${h}h${String(m).padStart(2, '0')}m${String(s).padStart(2, '0')}s`
 }
 
-/** `show info` lines, HAProxy's key order; fields we have no value for are skipped, as HAProxy does. */
+/** The soft limit on open files of this process (HAProxy's Ulimit-n), 0 when /proc does not say. */
+function openFilesLimit (): number {
+  try {
+    const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'latin1'))
+    return m === null || m[1] === 'unlimited' ? 0 : Number(m[1])
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * `show info` lines: HAProxy 2.6's fields in its order (its TotalSplicdedBytesOut
+ * spelling included), each with lb's value of the same meaning. Fields lb has
+ * no measure of are skipped, as HAProxy skips fields without a value, rather
+ * than printed as a zero that is not true: the SSL counters when a TLS entry
+ * point exists (connections are not counted per entry point), compression
+ * throughput and DNS failures. The README's surfaces section lists what each
+ * value means in lb.
+ */
 export function showInfo (ctx: AdminContext): string[] {
   const c = ctx.config()
   const shm = ctx.shm
+  const sm = ctx.sampler
   const up = Math.floor((Date.now() - ctx.startedAt) / 1000)
   const mem = process.memoryUsage()
   const conns = Atomics.load(shm.i32, H_CONN_ACTIVE)
+  const listeners = c.entrypoints.length
+  const inProgress = sumGlobal(shm, G_WRITING)
+  const ulimit = openFilesLimit()
+  // with no TLS entry point there is no SSL connection: zero is then the truth
+  const noTls = c.entrypoints.every((e) => e.tls === null)
+  const ssl: Array<[string, number]> = noTls
+    ? [['MaxSslConns', 0], ['CurrSslConns', 0], ['CumSslConns', 0]]
+    : [['MaxSslConns', 0]]
+  const sslRates: Array<[string, number]> = noTls
+    ? [['SslRate', 0], ['SslRateLimit', 0], ['MaxSslRate', 0], ['SslFrontendKeyRate', 0], ['SslFrontendMaxKeyRate', 0],
+        ['SslFrontendSessionReuse_pct', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0], ['SslCacheLookups', 0], ['SslCacheMisses', 0]]
+    : [['SslRateLimit', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0]]
   const fields: Array<[string, string | number]> = [
-    ['Name', 'lb'], ['Version', VERSION], ['Release_date', ''], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
-    ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
-    ['Memmax_MB', 0], ['Memmax_bytes', 0], ['PoolAlloc_MB', Math.round(mem.rss / 1048576)], ['PoolAlloc_bytes', mem.rss],
-    ['PoolUsed_MB', Math.round(mem.heapUsed / 1048576)], ['PoolUsed_bytes', mem.heapUsed], ['PoolFailed', 0],
+    ['Name', 'lb'], ['Version', VERSION], ['Release_date', RELEASE_DATE], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
+    ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up],
+    ['Memmax_MB', 0], ['PoolAlloc_MB', Math.round(mem.rss / 1048576)], ['PoolUsed_MB', Math.round(mem.heapUsed / 1048576)], ['PoolFailed', 0],
+    ['Ulimit-n', ulimit], ['Maxsock', ulimit],
     ['Maxconn', c.global.maxConnections], ['Hard_maxconn', c.global.maxConnections], ['CurrConns', conns],
-    ['CumConns', sumGlobal(shm, G_ACCEPTS)], ['CumReq', sumGlobal(shm, G_REQUESTS)], ['Tasks', 0], ['Run_queue', 0],
-    ['node', hostname()], ['Stopping', 0], ['Jobs', conns], ['Listeners', c.entrypoints.length],
-    ['TotalBytesOut', sumGlobal(shm, G_BYTES_OUT)], ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)],
-    ['CurrStreams', conns], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
+    ['CumConns', sumGlobal(shm, G_ACCEPTS)], ['CumReq', sumGlobal(shm, G_REQUESTS)],
+    ...ssl,
+    // lb does not splice: no pipe is ever used
+    ['Maxpipes', 0], ['PipesUsed', 0], ['PipesFree', 0],
+    ['ConnRate', sm.conn.cur], ['ConnRateLimit', 0], ['MaxConnRate', sm.conn.max],
+    ['SessRate', sm.conn.cur], ['SessRateLimit', 0], ['MaxSessRate', sm.conn.max],
+    ...sslRates,
+    ['CompressBpsRateLim', 0],
+    // every open connection and listener is a task; the ones running are the requests being processed
+    ['Tasks', conns + listeners + inProgress], ['Run_queue', inProgress], ['Idle_pct', sm.idlePct],
+    ['node', hostname()], ['Stopping', 0], ['Jobs', conns + listeners], ['Unstoppable Jobs', 0], ['Listeners', listeners],
+    ['ActivePeers', 0], ['ConnectedPeers', 0], ['DroppedLogs', 0], ['BusyPolling', 0],
+    ['TotalBytesOut', sumGlobal(shm, G_BYTES_OUT)], ['TotalSplicdedBytesOut', 0], ['BytesOutRate', sm.bytesOut.cur],
+    ['DebugCommandsIssued', 0], ['CumRecvLogs', 0], ['Build info', VERSION],
+    ['Memmax_bytes', 0], ['PoolAlloc_bytes', mem.rss], ['PoolUsed_bytes', mem.heapUsed], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
+    ['Tainted', 0],
+    // later HAProxy versions' fields, and lb's own TotalBytesIn
+    ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)], ['CurrStreams', inProgress], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
   ]
-  return fields.filter(([, v]) => v !== '').map(([k, v]) => `${k}: ${v}`)
+  return fields.map(([k, v]) => `${k}: ${v}`)
 }
 
 export const SERVERS_STATE_HEADER = '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ' +
@@ -189,58 +263,14 @@ function serverStateRows (ctx: AdminContext, svc: ServiceConf, beId: number): st
     const v = serverView(ctx, svc, srv)
     // srv_admin_state bits: 0x01 forced maint, 0x04 config maint, 0x08 forced drain
     const adminBits = v.admin === 'maint' ? (srv.maintenance ? 0x04 : 0x01) : v.admin === 'drain' ? 0x08 : 0
-    const opState = v.healthy ? (v.admin === 'drain' ? 3 : 2) : 0
+    // drain takes the server out of balancing but it stays running (HAProxy: SRV_ST_RUNNING = 2)
+    const opState = v.healthy ? 2 : 0
     const hc = svc.healthCheck
     const health = v.checkUp ? hc.rise + hc.fall - 1 : Math.max(0, Math.min(hc.rise - 1, v.streak))
     const result = !srv.check ? 0 : v.checkStatus === 'L7OK' ? 3 : v.checkStatus === 'UNK' ? 0 : 2
     const checkState = srv.check ? 6 : 0 // CHK_ST_CONFIGURED | CHK_ST_ENABLED
     const addr = srv.path !== '' ? srv.path : srv.host
-    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, 1, result, health, checkState,
+    return [beId, svc.name, k + 1, srv.name, addr, opState, adminBits, v.weight, srv.weight, v.sinceChangeSec, srv.check ? HCHK_STATUS[v.checkStatus] ?? 0 : 1, result, health, checkState,
       0, 0, 0, '-', srv.path !== '' ? 0 : srv.port, '-', 0, 0, '-', '-', 0].join(' ')
   })
-}
-
-const ESTABLISHED = '01'
-
-function hexAddr (hex: string): string {
-  const [a, p] = hex.split(':') as [string, string]
-  const port = parseInt(p, 16)
-  if (a.length === 8) {
-    const n = parseInt(a, 16)
-    return `${n & 0xff}.${(n >>> 8) & 0xff}.${(n >>> 16) & 0xff}.${n >>> 24}:${port}`
-  }
-  const words = a.match(/.{8}/g)!.map((w) => Buffer.from(w, 'hex').reverse())
-  const b = Buffer.concat(words)
-  if (isMappedV4(b)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}:${port}`
-  const groups: string[] = []
-  for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16))
-  return `[${groups.join(':')}]:${port}`
-}
-
-/**
- * `show sess`: one line per client connection open on an entry point, from
- * the kernel's socket table (uWS keeps no per-connection registry we could
- * read across workers). The backend and server of a connection are not known
- * here and print as HAProxy prints unset ones.
- */
-export async function showSess (ctx: AdminContext): Promise<string[]> {
-  const eps = ctx.config().entrypoints
-  const ports = new Map(eps.map((e) => [e.port, e.name]))
-  const lines: string[] = []
-  for (const [file, proto] of [['/proc/net/tcp', 'tcpv4'], ['/proc/net/tcp6', 'tcpv6']] as const) {
-    let text: string
-    try { text = await readFile(file, 'latin1') } catch { continue }
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/)
-      if (f.length < 10 || f[3] !== ESTABLISHED) continue
-      const local = f[1]!
-      const port = parseInt(local.split(':')[1]!, 16)
-      const fe = ports.get(port)
-      if (fe === undefined) continue
-      const src = hexAddr(f[2]!)
-      const p = src.startsWith('[') ? 'tcpv6' : proto === 'tcpv6' ? 'tcpv4' : proto
-      lines.push(`0x${Number(f[9]).toString(16)}: proto=${p} src=${src} fe=${fe} be=<NONE> srv=<none>`)
-    }
-  }
-  return lines
 }

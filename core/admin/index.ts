@@ -11,11 +11,13 @@ import { configApi } from './config-api.js'
 import { ConfigStore } from './config-store.js'
 import type { AdminContext } from './context.js'
 import { dashboardApi } from './dashboard-api.js'
-import { dashboardPage } from './dashboard-page.js'
+import { dashboardData } from './dashboard-data.js'
+import { TEXT_ERRORS, dashboardPage } from './dashboard-page.js'
 import { closeListener, startListener, type Surface } from './http-server.js'
 import type { GenStats } from '../gen/stats.js'
 import { type Metrics, createMetrics } from './metrics.js'
 import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
+import { Sampler } from './sampler.js'
 
 
 export interface Management {
@@ -24,13 +26,15 @@ export interface Management {
   close (): Promise<void>
 }
 
-export type Base = Omit<AdminContext, 'store'>
+export type Base = Omit<AdminContext, 'store' | 'sampler'>
 
 export async function startManagement (base: Base): Promise<Management> {
   const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log)
-  const ctx: AdminContext = { ...base, store }
+  const sampler = new Sampler({ ...base, store })
+  const ctx: AdminContext = { ...base, store, sampler }
+  sampler.start()
   const conf = ctx.config()
-  const closers: Array<() => Promise<void>> = []
+  const closers: Array<() => Promise<void>> = [async () => sampler.stop()]
   let metrics: Metrics | null = null
   const close = async (): Promise<void> => { await Promise.all(closers.splice(0).map((c) => c())) }
   const listen = async (name: string, host: string, port: number, surfaces: Surface[], auth: Authenticator | null): Promise<void> => {
@@ -50,6 +54,7 @@ export async function startManagement (base: Base): Promise<Management> {
     const surfaces: Surface[] = []
     if (d.api) surfaces.push(dashboardApi(ctx))
     if (d.page) surfaces.push(dashboardPage())
+    if (d.api || d.page) surfaces.push(dashboardData(ctx))
     if (d.metrics) {
       metrics = createMetrics(ctx)
       const registry = metrics.registry
@@ -59,9 +64,7 @@ export async function startManagement (base: Base): Promise<Management> {
           method: 'GET', path: '/metrics', help: 'Prometheus metrics, all workers', mutates: false,
           handler: async () => ({ status: 200, text: await registry.metrics(), contentType: registry.contentType }),
         }],
-        notFound: () => ({ status: 404, text: '404 page not found\n' }),
-        methodNotAllowed: () => ({ status: 405, text: '405 method not allowed\n' }),
-        internalError: (err) => ({ status: 500, text: `${err.message}\n` }),
+        ...TEXT_ERRORS,
       })
     }
     if (surfaces.length > 0) await listen('dashboard', d.host, d.port, surfaces, d.insecure ? null : auth)

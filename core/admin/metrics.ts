@@ -13,7 +13,7 @@ import {
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, routerRow, sumRequestRow, sumTimeBlock } from '../shm/request-stats.js'
 import type { GenStats } from '../gen/stats.js'
-import type { AdminContext } from './context.js'
+import type { AdminCore } from './context.js'
 import { serverUrl, serverView } from './server-view.js'
 
 type Labels = Record<string, string>
@@ -63,7 +63,7 @@ export interface Metrics {
   attachGen (stats: () => GenStats): void
 }
 
-export function createMetrics (ctx: AdminContext): Metrics {
+export function createMetrics (ctx: AdminCore): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   // prom-client names these gauges *_total, which `promtool check metrics` rejects; they add little to the handles/requests gauges
@@ -146,7 +146,7 @@ export function createMetrics (ctx: AdminContext): Metrics {
   })
 
   // --- servers
-  const servers = (): Array<{ svc: ReturnType<AdminContext['config']>['services'][number], srv: ReturnType<AdminContext['config']>['services'][number]['servers'][number], labels: Labels, slot: number }> =>
+  const servers = (): Array<{ svc: ReturnType<AdminCore['config']>['services'][number], srv: ReturnType<AdminCore['config']>['services'][number]['servers'][number], labels: Labels, slot: number }> =>
     ctx.config().services.filter((s) => s.kind === 'proxy').flatMap((svc) => svc.servers.flatMap((srv) => {
       const slot = ctx.slots.server(svc.name, srv.name)
       return slot === undefined ? [] : [{ svc, srv, slot, labels: { service: serviceKey(svc.name), server: srv.name } }]

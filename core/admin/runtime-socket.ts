@@ -4,6 +4,10 @@
 // ends with one empty line, and the connection closes after the line.
 // `prompt` switches to interactive mode ("> " after each reply), `prompt i`
 // interactive without a prompt, `prompt n` back to one-shot, `quit` closes.
+// End of input (the client half-closes, as `echo cmd | socat ...` does) runs
+// what was received, a last line without its newline included, and closes only
+// after every reply is written: the socket is half-open, so replies that finish
+// later (show sess asks every worker) still reach the client, as with HAProxy.
 import { chmodSync, mkdirSync, unlinkSync } from 'node:fs'
 import net from 'node:net'
 import { dirname } from 'node:path'
@@ -59,6 +63,7 @@ class Session {
     this.#sock = sock
     sock.setEncoding('utf8')
     sock.on('data', (d: string) => this.#onData(d))
+    sock.on('end', () => this.#onEnd())
     sock.on('error', () => { this.#closed = true })
     sock.on('close', () => { this.#closed = true })
   }
@@ -75,6 +80,17 @@ class Session {
       this.#buf = this.#buf.slice(nl + 1)
       this.#busy = this.#busy.then(() => this.#line(line))
     }
+  }
+
+  #onEnd (): void {
+    const rest = this.#buf
+    this.#buf = ''
+    if (rest.trim() !== '') this.#busy = this.#busy.then(() => this.#line(rest))
+    this.#busy = this.#busy.then(() => {
+      if (this.#closed) return
+      this.#closed = true
+      this.#sock.end()
+    })
   }
 
   async #line (line: string): Promise<void> {
@@ -144,7 +160,8 @@ export async function startRuntimeSocket (ctx: AdminContext, path: string): Prom
   })
   if (alive) throw lbError('LB_ERR_ADMIN_LISTEN', { address: path, surface: 'runtime socket', reason: 'another process is listening on it' })
   try { unlinkSync(path) } catch { /* none */ }
-  const server = net.createServer((sock) => {
+  // allowHalfOpen: the client's end of input must not end our side before the replies are out
+  const server = net.createServer({ allowHalfOpen: true }, (sock) => {
     open.add(sock)
     sock.on('close', () => open.delete(sock))
     return new Session(ctx, sock)

@@ -8,7 +8,7 @@ import {
   S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
 } from '../shm/layout.js'
 import { sumServer } from '../shm/counters.js'
-import type { AdminContext } from './context.js'
+import type { AdminCore } from './context.js'
 
 export interface ServerView {
   readonly slot: number
@@ -35,7 +35,7 @@ export interface ServerView {
   readonly sinceChangeSec: number
 }
 
-export function serverView (ctx: AdminContext, svc: ServiceConf, srv: ServerConf): ServerView {
+export function serverView (ctx: Pick<AdminCore, 'slots' | 'shm' | 'startedAt'>, svc: ServiceConf, srv: ServerConf): ServerView {
   const slot = ctx.slots.server(svc.name, srv.name) ?? -1
   const i32 = ctx.shm.i32
   const b = serverBase(Math.max(slot, 0))

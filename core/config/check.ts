@@ -25,11 +25,18 @@ export function join (path: string, key: string | number): string {
 
 /**
  * A configured path relative to baseDir (the config file's folder, or the
- * state folder). It lives here rather than in static.ts because tls.ts needs
- * it and static.ts imports tls.ts.
+ * state folder), after `${NAME}` and `${NAME:-default}` take their value from
+ * the environment (an empty or unset NAME gives the default, or ''): one config
+ * file serves a clone ("../run") and a systemd unit, which sets STATE_DIRECTORY
+ * and RUNTIME_DIRECTORY (StateDirectory=, RuntimeDirectory=). It lives here
+ * rather than in static.ts because tls.ts needs it and static.ts imports tls.ts.
  */
 export function resolvePath (baseDir: string, p: string): string {
-  return isAbsolute(p) ? p : resolve(baseDir, p)
+  const e = p.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, def: string | undefined) => {
+    const v = process.env[name]
+    return v !== undefined && v !== '' ? v : def ?? ''
+  })
+  return isAbsolute(e) ? e : resolve(baseDir, e)
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/

@@ -57,6 +57,17 @@ export const DEFAULTS = {
     ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:' +
       'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
   },
+  // request paths of http/https entry points (core/worker/request-path.ts)
+  requestPath: {
+    mergeSlashes: true, // "//" → "/" before routing (nginx merge_slashes on)
+    // each ambiguous escape is refused (400) unless its option allows it (Traefik v3 encodedCharacters)
+    allowEncoded: { slash: false, backSlash: false, nullCharacter: false, semicolon: false, percent: false, questionMark: false, hash: false },
+  },
+  entrypoint: {
+    // http/https: the path lb answers itself with 200 "OK" (GET and HEAD only, any host, before routing,
+    // not counted or logged); "off" routes that path like any other
+    health: '/health',
+  },
   websocket: {
     // largest client message, reassembled in memory by uWS before it is relayed (uWS's own default is 16 KiB);
     // a bigger one makes uWS close the connection at once. Messages from servers are streamed, never reassembled.

@@ -45,7 +45,8 @@ export function parseRule (src: string): Rule {
       const v = src.slice(i + 1, end)
       if (op !== 'host' && !v.startsWith('/')) fail(`${m[0]} value must start with "/"`)
       if (op === 'host' && (v === '' || /[\s/]/.test(v))) fail('Host value must be a host name')
-      values.push(op === 'host' ? v.toLowerCase() : v)
+      // host names match case-insensitively and without the trailing dot of the fully qualified form (request-host.ts)
+      values.push(op === 'host' ? v.toLowerCase().replace(/\.$/, '') : v)
       i = end + 1
       ws()
       if (src[i] === ',') { i++; continue }

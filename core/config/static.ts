@@ -46,6 +46,49 @@ export interface EntryPointConf {
   readonly service: string
   /** http and https: largest WebSocket message a client may send, bytes */
   readonly wsMaxMessage: number
+  /** http and https: how request paths are normalised and which escapes they may hold */
+  readonly requestPath: RequestPathConf
+  /** http and https: the path lb answers itself (GET/HEAD 200 "OK"); '' = off (also for tcp) */
+  readonly health: string
+}
+
+/** Escapes a path may keep (each refused with 400 unless allowed), Traefik's encodedCharacters. */
+export interface EncodedCharactersConf {
+  readonly slash: boolean
+  readonly backSlash: boolean
+  readonly nullCharacter: boolean
+  readonly semicolon: boolean
+  readonly percent: boolean
+  readonly questionMark: boolean
+  readonly hash: boolean
+}
+
+export interface RequestPathConf {
+  /** merge repeated slashes before routing */
+  readonly mergeSlashes: boolean
+  readonly allowEncoded: EncodedCharactersConf
+}
+
+/** TOML key under [entrypoints.X.encoded_characters] of each EncodedCharactersConf field (Traefik's names, snake case). */
+export const ENCODED_CHARACTER_KEYS = {
+  slash: 'allow_encoded_slash',
+  backSlash: 'allow_encoded_back_slash',
+  nullCharacter: 'allow_encoded_null_character',
+  semicolon: 'allow_encoded_semicolon',
+  percent: 'allow_encoded_percent',
+  questionMark: 'allow_encoded_question_mark',
+  hash: 'allow_encoded_hash',
+} as const satisfies Record<keyof EncodedCharactersConf, string>
+
+function checkRequestPath (c: Checker, t: Table, p: string): RequestPathConf {
+  const d = DEFAULTS.requestPath
+  const ep = join(p, 'encoded_characters')
+  const e = c.table(t.encoded_characters, ep, Object.values(ENCODED_CHARACTER_KEYS))
+  const allow = {} as Record<keyof EncodedCharactersConf, boolean>
+  for (const [field, key] of Object.entries(ENCODED_CHARACTER_KEYS) as Array<[keyof EncodedCharactersConf, string]>) {
+    allow[field] = c.bool(e, key, ep, d.allowEncoded[field])
+  }
+  return { mergeSlashes: c.bool(t, 'merge_slashes', p, d.mergeSlashes), allowEncoded: allow }
 }
 
 export interface HostPort { host: string, port: number }
@@ -114,7 +157,7 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
   const seen = new Set<string>()
   for (const [name, v] of Object.entries(eps)) {
     const p = join('entrypoints', name)
-    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message'])
+    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters'])
     const address = c.string(t, 'address', p)
     const hp = parseHostPort(address)
     if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080"', address)
@@ -133,13 +176,22 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
       if (t.tls === undefined) c.problems.push(`${join(p, 'tls')}: expected a table with cert and key (required for protocol = "https"), found nothing`)
       else tls = checkTls(c, t.tls, join(p, 'tls'), baseDir)
     } else only('tls', 'https')
+    let health = ''
     if (protocol === 'tcp') {
       service = c.string(t, 'service', p)
       only('websocket_max_message', 'http" or "https')
-    } else only('service', 'tcp')
+      only('health', 'http" or "https')
+      only('merge_slashes', 'http" or "https')
+      only('encoded_characters', 'http" or "https')
+    } else {
+      only('service', 'tcp')
+      const h = t.health ?? DEFAULTS.entrypoint.health
+      if (typeof h !== 'string' || (h !== 'off' && !/^\/[^\s?#]*$/.test(h))) c.problem(join(p, 'health'), 'a path like "/health", or "off"', t.health)
+      else health = h === 'off' ? '' : h
+    }
     const wsMaxMessage = c.size(t, 'websocket_max_message', p, DEFAULTS.websocket.maxMessageBytes)
     if (wsMaxMessage < 1 || wsMaxMessage > 1024 ** 3) c.problem(join(p, 'websocket_max_message'), 'a size from 1 byte to "1G"', t.websocket_max_message)
-    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage })
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health, requestPath: checkRequestPath(c, t, p) })
   }
   if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
   return out

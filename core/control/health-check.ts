@@ -4,15 +4,19 @@
 // tcp entry points). HAProxy's rise/fall: `fall` consecutive failures take an UP server
 // down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
 // shared memory, so every worker sees it at its next pick.
+// Logged: every UP/DOWN change, and every change of a check's outcome (a DOWN
+// server whose check goes from "connection refused" to "→ 404" says so), each
+// with the reason in words (core/shm/server-why.ts), never one line per check.
 import http from 'node:http'
 import net from 'node:net'
 import type { Config } from '../config/load.js'
 import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
 import type { Logger } from '../log.js'
 import {
-  type Shm, CHECK_DOWN, CHECK_STATUS, CHECK_UP, S_CHECK, S_CHECK_CODE, S_CHECK_FAILS, S_CHECK_MS, S_CHECK_STATUS,
-  S_DOWN_COUNT, S_LAST_CHANGE, S_STREAK, serverBase,
+  type Shm, CHECK_DOWN, CHECK_STATUS, CHECK_UP, S_CHECK, S_CHECK_CODE, S_CHECK_ERRNO, S_CHECK_FAILS, S_CHECK_MS,
+  S_CHECK_STATUS, S_DOWN_COUNT, S_LAST_CHANGE, S_STREAK, serverBase,
 } from '../shm/layout.js'
+import { checkVerdict, errnoOf } from '../shm/server-why.js'
 import { bumpServiceState } from '../shm/server-state.js'
 import type { SlotRegistry } from './slots.js'
 import { reportFault } from './faults.js'
@@ -105,12 +109,12 @@ export class HealthChecker {
     p.timer = null
     const started = Date.now()
     let done = false
-    const finish = (code: number, status: typeof CHECK_STATUS[number]): void => {
+    const finish = (code: number, status: typeof CHECK_STATUS[number], err: unknown = null): void => {
       if (done) return
       done = true
       p.req = null
       p.sock = null
-      this.#record(p, code, status, Date.now() - started)
+      this.#record(p, code, status, errnoOf(err), Date.now() - started)
       if (this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
     }
     const s = p.server
@@ -120,7 +124,7 @@ export class HealthChecker {
       p.sock = sock
       sock.setTimeout(p.check.timeoutMs, () => { sock.destroy(); finish(0, 'L4TOUT') })
       sock.once('connect', () => { sock.destroy(); finish(0, 'L4OK') })
-      sock.once('error', () => finish(0, 'L4CON'))
+      sock.once('error', (err) => finish(0, 'L4CON', err))
       return
     }
     const req = http.request({
@@ -135,21 +139,27 @@ export class HealthChecker {
     }, (res) => {
       res.resume()
       res.on('end', () => finish(res.statusCode ?? 0, res.statusCode === p.check.status ? 'L7OK' : 'L7STS'))
-      res.on('error', () => finish(0, 'L7RSP'))
+      res.on('error', (err) => finish(0, 'L7RSP', err))
     })
     p.req = req
     req.on('timeout', () => {
       req.destroy()
       finish(0, req.socket?.connecting === false ? 'L7TOUT' : 'L4TOUT')
     })
-    req.on('error', () => finish(0, 'L4CON'))
+    // a request that fails once connected (reset, garbage) is an invalid answer, not a failed connect
+    let connected = false
+    req.once('socket', (sock) => sock.once('connect', () => { connected = true }))
+    req.on('error', (err) => finish(0, connected ? 'L7RSP' : 'L4CON', err))
     req.end()
   }
 
-  #record (p: Probe, code: number, status: typeof CHECK_STATUS[number], ms: number): void {
+  #record (p: Probe, code: number, status: typeof CHECK_STATUS[number], errno: number, ms: number): void {
     const i32 = this.#shm.i32
     const b = serverBase(p.slot)
     const pass = status === 'L7OK' || status === 'L4OK'
+    const changed = Atomics.load(i32, b + S_CHECK_STATUS) !== statusIndex(status) || Atomics.load(i32, b + S_CHECK_CODE) !== code ||
+      Atomics.load(i32, b + S_CHECK_ERRNO) !== errno
+    Atomics.store(i32, b + S_CHECK_ERRNO, errno)
     Atomics.store(i32, b + S_CHECK_CODE, code)
     Atomics.store(i32, b + S_CHECK_MS, ms)
     Atomics.store(i32, b + S_CHECK_STATUS, statusIndex(status))
@@ -163,12 +173,23 @@ export class HealthChecker {
       Atomics.add(i32, b + S_DOWN_COUNT, 1)
       Atomics.store(i32, b + S_LAST_CHANGE, Date.now() | 0)
       bumpServiceState(i32, p.serviceSlot)
-      this.#log.warn('server DOWN', { service: p.service, server: p.server.name, address: p.server.address, check: status, code })
+      this.#log.warn('server DOWN', this.#fields(p, status, code))
     } else if (!up && pass && streak >= p.check.rise) {
       Atomics.store(i32, b + S_CHECK, CHECK_UP)
       Atomics.store(i32, b + S_LAST_CHANGE, Date.now() | 0)
       bumpServiceState(i32, p.serviceSlot)
-      this.#log.info('server UP', { service: p.service, server: p.server.name, address: p.server.address })
+      this.#log.info('server UP', this.#fields(p, status, code))
+    } else if (changed) {
+      // no state change, but the check sees something new: say what, and where the server stands
+      const fields = this.#fields(p, status, code)
+      if (up) this.#log[pass ? 'info' : 'warn'](pass ? 'health check passed, server UP' : 'health check failed, server still UP', fields)
+      else this.#log.warn(pass ? 'health check passed, server still DOWN' : 'health check failed, server still DOWN', fields)
     }
+  }
+
+  /** Log fields: who, and the reason in words ("web1 127.0.0.1:9001: GET /health → 404, 3 of 3 checks failed"). */
+  #fields (p: Probe, status: typeof CHECK_STATUS[number], code: number): Record<string, unknown> {
+    const s = p.server
+    return { service: p.service, server: s.name, address: s.address, check: status, code, reason: `${s.name} ${s.address}: ${checkVerdict(this.#shm.i32, p.slot, p.check)}` }
   }
 }

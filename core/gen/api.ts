@@ -43,6 +43,8 @@ export interface GenRequest {
   messages: ChatMessage[] | null
   format: Format | null
   options: RequestOptions
+  /** Ollama's `truncate`: a prompt longer than the limit keeps its end (true, the default) or is refused (false). */
+  truncate: boolean
 }
 
 type Kind = 'float' | 'int' | 'bool' | 'strings'
@@ -184,7 +186,7 @@ function common (endpoint: 'generate' | 'chat', body: unknown): GenRequest | Api
   }
   return {
     endpoint, model, displayModel, stream, keepAliveMs, prompt: '', system: null, raw: false, context: null,
-    messages: null, format, options,
+    messages: null, format, options, truncate: body.truncate !== false,
   }
 }
 

@@ -4,9 +4,9 @@
 // those defaults. Relative paths resolve against the config file's folder.
 
 import { homedir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { existsSync } from 'node:fs'
-import { type Checker, join as joinPath, parseDuration } from '../config/check.js'
+import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
 import { parseModelName } from './names.js'
 
 export interface GenerationConf {
@@ -28,6 +28,17 @@ export interface GenerationConf {
   readonly maxQueue: number
   /** Whole-request limit, queueing included, in ms; 0 = none. Default: "5m". */
   readonly requestTimeoutMs: number
+  /**
+   * After a time-out, how long the runner may take to end the cancelled job before it is killed and
+   * restarted (a native call that no abort reaches), in ms. Default: "5s".
+   */
+  readonly cancelGraceMs: number
+  /** Bytes of prompt text (prompt + system, or every message's content) a request may send; more is a 413; 0 = only the body limit. Default: "1M". */
+  readonly maxPromptBytes: number
+  /** Prompt tokens evaluated at most; a longer input keeps its end (or 400 with "truncate": false); 0 = what the context leaves for a reply. Default: 0. */
+  readonly maxPromptTokens: number
+  /** Largest options.num_predict a request may ask for (more is a 400), and the cap of an unset one; 0 = the context is the only cap. Default: 0. */
+  readonly maxNumPredict: number
   /** How long an idle model stays loaded, in ms; -1 = forever ("-1"), 0 = unload when idle. Default: "5m". */
   readonly keepAliveMs: number
   /** Context window per sequence, in tokens, unless a request sets options.num_ctx; capped at the model's. Default: 2048. */
@@ -53,7 +64,7 @@ export interface GenerationConf {
 const KEYS = [
   'enabled', 'socket', 'listen', 'workers', 'threads', 'parallel', 'contexts', 'max_queue', 'request_timeout',
   'keep_alive', 'num_ctx', 'max_loaded', 'models_dir', 'ollama_models', 'builtin_model', 'restart_delay',
-  'restart_delay_max', 'stream_batch', 'models',
+  'restart_delay_max', 'stream_batch', 'cancel_grace', 'max_prompt_bytes', 'max_prompt_tokens', 'max_num_predict', 'models',
 ] as const
 
 const LISTEN = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
@@ -67,7 +78,7 @@ export function parseKeepAlive (s: string): number {
 
 export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir: string): GenerationConf {
   const t = c.table(raw, path, KEYS)
-  const abs = (p: string): string => (p === '' || isAbsolute(p) ? p : resolve(baseDir, p))
+  const abs = (p: string): string => (p === '' ? p : resolvePath(baseDir, p))
 
   const listen = c.string(t, 'listen', path, '')
   if (listen !== '' && (!LISTEN.test(listen) || Number(LISTEN.exec(listen)![2]) > 65535)) {
@@ -124,6 +135,10 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
     contexts: c.int(t, 'contexts', path, 2, 1, 64),
     maxQueue: c.int(t, 'max_queue', path, 512, 0, 1_000_000),
     requestTimeoutMs,
+    cancelGraceMs: c.duration(t, 'cancel_grace', path, 5_000, 1),
+    maxPromptBytes: c.size(t, 'max_prompt_bytes', path, 1 << 20),
+    maxPromptTokens: c.int(t, 'max_prompt_tokens', path, 0, 0, 1 << 24),
+    maxNumPredict: c.int(t, 'max_num_predict', path, 0, 0, 1e9),
     keepAliveMs,
     numCtx: c.int(t, 'num_ctx', path, 2048, 16, 1 << 20),
     maxLoaded: c.int(t, 'max_loaded', path, 3, 1, 64),

@@ -9,11 +9,13 @@
 
 import type { MessagePort } from 'node:worker_threads'
 import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
-import { grammarFor, windDownBiases, windDownReserve } from './grammar.js'
-import { acquire, host, release } from './model-host.js'
+import { FormatBudget } from './format-budget.js'
+import { grammarFor } from './grammar.js'
+import { formatError } from '../errors.js'
+import { acquire, host, release, type Hosted } from './model-host.js'
 import { buildInput } from './prompt.js'
 import { PieceBuffer } from './pieces.js'
-import type { DoneReason, JobResult, JobSpec, RunnerConf, Sampling } from './protocol.js'
+import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from './protocol.js'
 
 const now = (): bigint => process.hrtime.bigint()
 
@@ -33,27 +35,45 @@ export function samplingOptions (s: Sampling, contextSize: number): LlamaComplet
 }
 
 const empty = (doneReason: DoneReason, loadNs: number): JobResult =>
-  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null })
+  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null, truncated: false })
+
+/** Ollama's deprecated `context` is client data: an id outside the vocabulary would fail inside llama.cpp's decode. */
+function checkContext (h: Hosted, job: JobSpec): void {
+  if (job.context === null || h.vocabSize === 0) return
+  for (const t of job.context) {
+    if (t >= h.vocabSize) throw statusError(400, formatError('LB_ERR_GEN_CONTEXT_TOKEN', { token: t, model: job.model, max: h.vocabSize - 1 }))
+  }
+}
+
+/** Prompt tokens a job may evaluate: LlamaCompletion keeps at most 90% of the context for the input, BOS included. */
+function promptLimit (ctxSize: number, conf: RunnerConf): number {
+  const fits = ctxSize - Math.max(1, Math.floor(ctxSize / 10)) - 1
+  return conf.maxPromptTokens > 0 ? Math.min(fits, conf.maxPromptTokens) : fits
+}
 
 export async function generate (id: number, job: JobSpec, conf: RunnerConf, port: MessagePort, signal: AbortSignal): Promise<JobResult> {
   if (signal.aborted) return empty('cancel', 0)
   const { h, loadNs } = await host(job.modelPath)
   if (job.kind === 'load') return empty('load', loadNs)
   if (signal.aborted) return empty('cancel', loadNs)
+  checkContext(h, job)
   const lease = await acquire(h, job.numCtx, conf)
   const completion = new LlamaCompletion({ contextSequence: lease.seq })
   const pieces = job.stream ? new PieceBuffer(id, port, conf.streamBatchMs) : null
   try {
-    const input = buildInput(h, job)
     const ctxSize = lease.seq.contextSize
+    const limit = promptLimit(ctxSize, conf)
+    const input = buildInput(h, job, limit)
+    if (input.cut && !job.truncate) {
+      throw statusError(400, formatError('LB_ERR_GEN_PROMPT_TOO_LONG', { limit, why: conf.maxPromptTokens > 0 && conf.maxPromptTokens <= limit ? 'generation.max_prompt_tokens' : `num_ctx ${ctxSize}` }))
+    }
     const grammar = job.format === null ? undefined : await grammarFor(job.format)
-    // Tokens the reply may use: num_predict, and what the context leaves after the prompt
-    // (+ BOS; LlamaCompletion keeps at most 90% of the context for the prompt, dropping its start).
-    const promptLen = Math.min(input.tokens.length + 1, ctxSize - Math.max(1, Math.floor(ctxSize / 10)))
+    // Tokens the reply may use: num_predict, and what the context leaves after the prompt (+ BOS).
+    const promptLen = input.tokens.length + 1
     const room = Math.max(1, ctxSize - promptLen)
     const budget = job.numPredict > 0 ? Math.min(job.numPredict, room) : room
-    const windAt = budget - windDownReserve(budget)
-    const biases = grammar === undefined ? null : windDownBiases(h.model)
+    const fmt = job.format === null ? null : new FormatBudget(job.format, h.model, budget)
+    let text = ''
 
     let evalTokens = 0
     let firstAt = 0n
@@ -64,31 +84,48 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
       disableContextShift: true,
       customStopTriggers: input.stops.length > 0 ? input.stops : undefined,
       grammar,
-      tokenBias: biases === null ? undefined : () => (evalTokens >= windAt ? biases.close : biases.none),
-      signal,
+      tokenBias: fmt?.bias,
+      signal: fmt === null ? signal : AbortSignal.any([signal, fmt.stop.signal]),
       stopOnAbortSignal: true,
       onToken: (toks) => {
         if (evalTokens === 0) firstAt = now()
         evalTokens += toks.length
         if (generated !== null) for (const t of toks) generated.push(t)
+        fmt?.onTokens(toks, evalTokens)
       },
-      onTextChunk: pieces === null ? undefined : (text) => { if (text !== '') pieces.push(text) },
+      onTextChunk: (piece) => {
+        if (piece === '') return
+        if (pieces !== null) pieces.push(piece)
+        if (fmt !== null && pieces !== null) text += piece
+      },
     }
     const start = now()
     const r = await completion.generateCompletionWithMeta(input.tokens, opts)
-    pieces?.flush()
     const end = now()
     if (firstAt === 0n) firstAt = end
     const reason = r.metadata.stopReason
+    const cancelled = signal.aborted
+    if (!job.stream) text = r.response
+    // With a format, a reply cut by the budget (or a stop sequence) gets the shortest text that completes it.
+    if (fmt !== null && job.format !== null && !cancelled) {
+      const closing = FormatBudget.close(job.format, text)
+      if (closing !== '') {
+        pieces?.push(closing)
+        text += closing
+        if (generated !== null) generated.push(...fmt.tokens(closing))
+      }
+    }
+    pieces?.flush()
     return {
-      doneReason: reason === 'abort' ? 'cancel' : reason === 'maxTokens' ? 'length' : 'stop',
-      text: job.stream ? '' : r.response,
+      doneReason: cancelled ? 'cancel' : reason === 'maxTokens' || reason === 'abort' ? 'length' : 'stop',
+      text: job.stream ? '' : text,
       promptTokens: promptLen,
       evalTokens,
       loadNs,
       promptNs: Number(firstAt - start),
       evalNs: Number(end - firstAt),
       context: generated === null ? null : [...input.tokens, ...generated],
+      truncated: input.cut,
     }
   } finally {
     pieces?.flush()

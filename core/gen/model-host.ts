@@ -30,6 +30,8 @@ export interface Hosted {
   chatWrapper: ChatWrapper
   /** The GGUF carries a chat template: /api/generate (not raw) formats the prompt with it, as Ollama does. */
   hasTemplate: boolean
+  /** Tokens in the vocabulary: valid ids are 0 .. vocabSize - 1 (0 = unknown). */
+  vocabSize: number
   pools: Map<number, CtxPool>
 }
 
@@ -39,11 +41,12 @@ const hosted = new Map<string, Promise<Hosted>>()
 
 async function load (path: string): Promise<Hosted> {
   const model = await llama.loadModel({ modelPath: path, defaultContextFlashAttention: false })
-  const meta = model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }
+  const meta = model.fileInfo.metadata as { tokenizer?: { chat_template?: unknown, ggml?: { tokens?: readonly unknown[] } } }
   return {
     model,
     chatWrapper: resolveChatWrapper(model),
     hasTemplate: typeof meta.tokenizer?.chat_template === 'string',
+    vocabSize: meta.tokenizer?.ggml?.tokens?.length ?? 0,
     pools: new Map(),
   }
 }

@@ -8,20 +8,65 @@
 // system prompt (if any) as a first paragraph.
 //
 // The returned tokens never start with BOS: LlamaCompletion prepends it.
+//
+// Length: the input is at most `limit` tokens; a longer one keeps its end (as
+// Ollama truncates: the most recent text matters most) and says so (`cut`).
+// Each text is tokenized only as far back from its end as the limit can use
+// (tokens.ts), so a megabyte prompt costs no more than one that fills the
+// context, and every tokenization is linear in its length.
 
 import type { ChatHistoryItem, LlamaText, Token } from 'node-llama-cpp'
 import type { Hosted } from './model-host.js'
-import type { JobSpec } from './protocol.js'
+import type { ChatMessage, JobSpec } from './protocol.js'
+import { linearTokenizer, tailTokens } from './tokens.js'
 
 export interface Input {
   tokens: Token[]
   stops: Array<string | LlamaText>
+  /** The start of the input was dropped to fit `limit`. */
+  cut: boolean
 }
 
-function history (job: JobSpec): ChatHistoryItem[] {
+/**
+ * The messages that can still be (partly) kept, each cut to its last `limit` tokens: walking from
+ * the newest, once the messages seen hold more than `limit` tokens (each counts at least one: its
+ * template adds some), every older one, and the system prompt before them, would be cut anyway.
+ * So a request of many messages costs what `limit` tokens cost, not what it sent.
+ */
+function recent (model: Hosted['model'], job: JobSpec, limit: number): { msgs: ChatMessage[], system: string | null, cut: boolean } {
+  const all = job.messages ?? [{ role: 'user' as const, content: job.prompt }]
+  const fit = (text: string): { text: string, n: number, cut: boolean } => {
+    const tail = tailTokens(model, text, limit)
+    return { text: tail.cut ? model.detokenize(tail.tokens) : text, n: Math.max(1, tail.tokens.length), cut: tail.cut }
+  }
+  const msgs: ChatMessage[] = []
+  let seen = 0
+  let cut = false
+  let i = all.length
+  while (i > 0 && seen <= limit) {
+    const m = all[--i]!
+    const f = fit(m.content)
+    msgs.push({ role: m.role, content: f.text })
+    seen += f.n
+    cut ||= f.cut
+  }
+  msgs.reverse()
+  let system: string | null = null
+  if (job.system !== null && !all.some((m) => m.role === 'system')) {
+    if (i === 0 && seen <= limit) {
+      const f = fit(job.system)
+      system = f.text
+      cut ||= f.cut
+    } else {
+      cut = true
+    }
+  }
+  return { msgs, system, cut: cut || i > 0 }
+}
+
+function history (msgs: readonly ChatMessage[], system: string | null): ChatHistoryItem[] {
   const items: ChatHistoryItem[] = []
-  const msgs = job.messages ?? [{ role: 'user' as const, content: job.prompt }]
-  if (job.system !== null && !msgs.some((m) => m.role === 'system')) items.push({ type: 'system', text: job.system })
+  if (system !== null) items.push({ type: 'system', text: system })
   for (const m of msgs) {
     switch (m.role) {
       case 'system': items.push({ type: 'system', text: m.content }); break
@@ -35,18 +80,28 @@ function history (job: JobSpec): ChatHistoryItem[] {
   return items
 }
 
-export function buildInput (h: Hosted, job: JobSpec): Input {
+/** The input of `job`, at most `limit` tokens (its end). */
+export function buildInput (h: Hosted, job: JobSpec, limit: number): Input {
   const model = h.model
   let tokens: Token[]
   let stops: Array<string | LlamaText> = job.stop
+  let cut = false
   if (job.kind === 'chat' || (!job.raw && h.hasTemplate)) {
-    const state = h.chatWrapper.generateContextState({ chatHistory: history(job) })
-    tokens = state.contextText.tokenize(model.tokenizer)
+    const r = recent(model, job, limit)
+    cut = r.cut
+    const state = h.chatWrapper.generateContextState({ chatHistory: history(r.msgs, r.system) })
+    tokens = state.contextText.tokenize(linearTokenizer(model))
     if (tokens.length > 0 && tokens[0] === model.tokens.bos) tokens = tokens.slice(1)
     stops = [...job.stop, ...state.stopGenerationTriggers]
   } else {
-    tokens = model.tokenize(job.system !== null ? `${job.system}\n\n${job.prompt}` : job.prompt)
+    const tail = tailTokens(model, job.system !== null ? `${job.system}\n\n${job.prompt}` : job.prompt, limit)
+    tokens = tail.tokens
+    cut = tail.cut
   }
   if (job.context !== null) tokens = [...job.context as Token[], ...tokens]
-  return { tokens, stops }
+  if (tokens.length > limit) {
+    tokens = tokens.slice(tokens.length - limit)
+    cut = true
+  }
+  return { tokens, stops, cut }
 }

@@ -58,6 +58,8 @@ export interface JobSpec {
   stop: string[]
   /** Generate, not raw: return prompt + reply tokens as `context`. */
   returnContext: boolean
+  /** A prompt longer than the limit keeps its end (Ollama's `truncate`, default true); false: the job fails with 400. */
+  truncate: boolean
 }
 
 export const DONE_REASONS = ['stop', 'length', 'load', 'unload', 'cancel'] as const
@@ -74,6 +76,8 @@ export interface JobResult {
   promptNs: number
   evalNs: number
   context: number[] | null
+  /** The start of the prompt was dropped to fit the context (or max_prompt_tokens). */
+  truncated: boolean
 }
 
 /** Settings the runner needs; sent once after spawn. */
@@ -84,6 +88,8 @@ export interface RunnerConf {
   contexts: number
   /** Streamed pieces of a reply leave the worker at most this often, in ms (pieces.ts). */
   streamBatchMs: number
+  /** Prompt tokens evaluated at most (generation.max_prompt_tokens); 0 = what the context leaves for a reply. */
+  maxPromptTokens: number
 }
 
 // ---- main -> runner (process.send) ----

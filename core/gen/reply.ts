@@ -59,6 +59,8 @@ export class ReplyWriter {
       o.prompt_eval_duration = r.promptNs
       o.eval_count = r.evalTokens
       o.eval_duration = r.evalNs
+      // Not in Ollama (which only logs it): the start of the prompt was dropped to fit the context.
+      if (r.truncated) o.prompt_truncated = true
     }
     const body = JSON.stringify(o)
     if (this.stream) {

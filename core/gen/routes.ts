@@ -3,6 +3,7 @@
 // it to the scheduler and write its pieces as they come back.
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { formatError, ERRORS } from '../errors.js'
 import type { Logger } from '../log.js'
 import { isApiError, parseChat, parseGenerate, parseOptions, type GenRequest, type RequestOptions } from './api.js'
 import type { GenerationConf } from './config.js'
@@ -163,10 +164,30 @@ function buildJob (env: RouteEnv, r: GenRequest, e: ModelEntry, modelCtx: number
     messages: r.messages,
     format: r.format,
     sampling,
-    numPredict: o.numPredict !== undefined && o.numPredict > 0 ? o.numPredict : -1,
+    numPredict: o.numPredict !== undefined && o.numPredict > 0 ? o.numPredict : env.conf.maxNumPredict > 0 ? env.conf.maxNumPredict : -1,
     stop: o.stop ?? [],
     returnContext: r.endpoint === 'generate' && !r.raw,
+    truncate: r.truncate,
   }
+}
+
+/**
+ * The per-request limits the API process can check before any model work: prompt bytes and
+ * num_predict (the token limit needs the tokenizer: the runner applies it, tokenizing only the end).
+ */
+function overLimit (conf: GenerationConf, r: GenRequest): { status: number, message: string } | null {
+  if (conf.maxPromptBytes > 0) {
+    let size = Buffer.byteLength(r.prompt) + (r.system === null ? 0 : Buffer.byteLength(r.system))
+    for (const m of r.messages ?? []) size += Buffer.byteLength(m.content)
+    if (size > conf.maxPromptBytes) {
+      return { status: ERRORS.LB_ERR_GEN_PROMPT_TOO_LARGE.status, message: formatError('LB_ERR_GEN_PROMPT_TOO_LARGE', { size, limit: conf.maxPromptBytes }) }
+    }
+  }
+  const n = r.options.numPredict
+  if (conf.maxNumPredict > 0 && n !== undefined && n > conf.maxNumPredict) {
+    return { status: ERRORS.LB_ERR_GEN_NUM_PREDICT.status, message: formatError('LB_ERR_GEN_NUM_PREDICT', { value: n, limit: conf.maxNumPredict }) }
+  }
+  return null
 }
 
 /** Replies `done_reason` load/unload without generating (empty prompt or no messages). */
@@ -181,6 +202,8 @@ function loadReply (res: ServerResponse, r: GenRequest, reason: 'load' | 'unload
 
 async function generation (env: RouteEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest | { status: number, message: string }): Promise<number> {
   if (isApiError(r)) return error(res, r.status, r.message)
+  const over = overLimit(env.conf, r)
+  if (over !== null) return error(res, over.status, over.message)
   const e = r.model === '' ? null : await env.catalog.lookup(r.model)
   if (e === null) return error(res, 404, `model '${r.displayModel}' not found`)
   const empty = r.endpoint === 'chat' ? r.messages!.length === 0 : r.prompt === '' && r.system === null && r.context === null
@@ -205,6 +228,7 @@ async function generation (env: RouteEnv, req: IncomingMessage, res: ServerRespo
     pieces (texts, ts) { writer.pieces(res, texts, ts) },
     done (result: JobResult) {
       end('ok')
+      if (result.truncated) env.log.warn('truncating input prompt', { model: r.model, kept: result.promptTokens })
       if (spec.kind === 'load') loadReply(res, r, 'load')
       else writer.done(res, result, Number(process.hrtime.bigint() - started))
     },
@@ -233,8 +257,8 @@ async function generation (env: RouteEnv, req: IncomingMessage, res: ServerRespo
     timer = setTimeout(() => {
       if (finished) return
       end('timeout')
-      env.scheduler.cancel(id)
-      writer.fail(res, 504, `request timed out after ${limit / 1000}s (request_timeout)`)
+      env.scheduler.cancel(id, env.conf.cancelGraceMs)
+      writer.fail(res, ERRORS.LB_ERR_GEN_TIMEOUT.status, formatError('LB_ERR_GEN_TIMEOUT', { seconds: limit / 1000 }))
     }, limit)
   }
   return 0

@@ -9,7 +9,10 @@
 //   the waiting ones are dispatched again once a new runner is ready.
 // A job's sink is detached when its client goes away or it times out; later
 // messages for it are dropped, and its slot is freed only when the runner says
-// the job ended (that is what "stopped" means).
+// the job ended (that is what "stopped" means). A job cancelled with a grace
+// (a time-out) that the runner has not ended within it is stuck where no abort
+// reaches (a native call): the runner is killed, which frees everything, so no
+// request holds the runner beyond request_timeout + grace.
 
 import type { FromRunner, JobResult, JobSpec, ToRunner } from './protocol.js'
 
@@ -23,6 +26,8 @@ export interface JobSink {
 export interface RunnerLink {
   readonly ready: boolean
   send (m: ToRunner): boolean
+  /** Kills the runner (it is restarted); `reason` is what the jobs running on it are told. */
+  kill (reason: string): void
 }
 
 interface Job {
@@ -31,6 +36,8 @@ interface Job {
   keepAliveMs: number
   sink: JobSink | null
   running: boolean
+  /** Armed by cancel() with a grace: kills the runner if the job has not ended by then. */
+  watchdog: NodeJS.Timeout | null
 }
 
 interface ModelState {
@@ -79,7 +86,7 @@ export class Scheduler {
     if (m.running >= this.capacity || !this.link.ready || m.waiting.length > 0) {
       if (this.waitingCount >= this.maxQueue) return 0
     }
-    const job: Job = { id: this.nextId++, spec, keepAliveMs, sink, running: false }
+    const job: Job = { id: this.nextId++, spec, keepAliveMs, sink, running: false, watchdog: null }
     this.jobs.set(job.id, job)
     m.waiting.push(job)
     this.waitingCount++
@@ -88,13 +95,22 @@ export class Scheduler {
     return job.id
   }
 
-  /** Detaches a job from its client; a running one is told to stop (it frees its slot when it does). */
-  cancel (id: number): void {
+  /**
+   * Detaches a job from its client; a running one is told to stop (it frees its slot when it does).
+   * graceMs > 0: if the runner has not ended it that many ms later, the runner is killed.
+   */
+  cancel (id: number, graceMs = 0): void {
     const job = this.jobs.get(id)
     if (job === undefined) return
     job.sink = null
     if (job.running) {
       this.link.send({ type: 'cancel', id })
+      if (graceMs > 0 && job.watchdog === null) {
+        job.watchdog = setTimeout(() => {
+          if (this.jobs.get(id) === job) this.link.kill(`the model runner was restarted: job ${id} did not stop within ${graceMs / 1000}s (generation.cancel_grace) of its time-out`)
+        }, graceMs)
+        job.watchdog.unref()
+      }
       return
     }
     const m = this.models.get(job.spec.model)!
@@ -174,7 +190,10 @@ export class Scheduler {
 
   /** Fails everything (shutdown). */
   close (message: string): void {
-    for (const job of this.jobs.values()) job.sink?.fail(503, message)
+    for (const job of this.jobs.values()) {
+      if (job.watchdog !== null) clearTimeout(job.watchdog)
+      job.sink?.fail(503, message)
+    }
     this.jobs.clear()
     for (const m of this.models.values()) { this.clearTimer(m); m.waiting.length = 0 }
     this.waitingCount = 0
@@ -184,6 +203,7 @@ export class Scheduler {
     const job = this.jobs.get(id)
     if (job === undefined || !job.running) return null
     this.jobs.delete(id)
+    if (job.watchdog !== null) clearTimeout(job.watchdog)
     const m = this.models.get(job.spec.model)!
     m.running--
     m.keepAliveMs = job.keepAliveMs

@@ -5,8 +5,6 @@
 // schedules and writes replies, so a crashing model never takes it down.
 
 import { createServer, type Server } from 'node:http'
-import { connect } from 'node:net'
-import { mkdir, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../log.js'
 import type { GenerationConf } from './config.js'
@@ -14,6 +12,7 @@ import { ModelCatalog } from './models.js'
 import { nowIso } from './reply.js'
 import { createHandler, type RouteEnv } from './routes.js'
 import { Scheduler } from './scheduler.js'
+import { OwnedSocket } from './socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
 import { Supervisor } from './supervisor.js'
 import { ensureTinyModel } from './tiny-model.js'
@@ -33,24 +32,10 @@ export interface GenerationService {
   stats (): GenStats
 }
 
-/** Removes a stale socket file, refusing if something still answers on it. */
-async function claimSocket (path: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true })
-  const alive = await new Promise<boolean>((resolve) => {
-    const s = connect(path)
-    s.once('connect', () => { s.destroy(); resolve(true) })
-    s.once('error', () => resolve(false))
-  })
-  if (alive) throw new Error(`generation socket ${path} is in use by another process`)
-  await unlink(path).catch(() => undefined)
-}
-
-function listen (server: Server, target: string | { host: string, port: number }): Promise<void> {
+function listenTcp (server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    const done = (): void => { server.off('error', reject); resolve() }
-    if (typeof target === 'string') server.listen(target, done)
-    else server.listen(target.port, target.host, done)
+    server.listen(port, host, () => { server.off('error', reject); resolve() })
   })
 }
 
@@ -63,7 +48,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   let readyWaiters: Array<() => void> = []
   const supervisor = new Supervisor(
     new URL('./runner.js', import.meta.url),
-    { workers: conf.workers, threads: conf.threads, parallel: conf.parallel, contexts: conf.contexts, streamBatchMs: conf.streamBatchMs },
+    { workers: conf.workers, threads: conf.threads, parallel: conf.parallel, contexts: conf.contexts, streamBatchMs: conf.streamBatchMs, maxPromptTokens: conf.maxPromptTokens },
     conf.restartDelayMs, conf.restartDelayMaxMs, glog,
     {
       ready: () => {
@@ -78,6 +63,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const env: RouteEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
   const handler = createHandler(env)
+  const unix = new OwnedSocket(conf.socket, handler, glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
     requests: env.requests,
@@ -91,25 +77,25 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   let closed: Promise<void> | null = null
 
   const close = async (): Promise<void> => {
+    unix.stopAccepting()
     for (const s of servers) s.close()
     scheduler.close('the generation service is shutting down')
     await supervisor.close()
+    unix.closeConnections()
     for (const s of servers) s.closeAllConnections()
-    await unlink(conf.socket).catch(() => undefined)
+    // Only our own file: another lb may have taken the path while this one was stopping.
+    unix.removeFile()
   }
 
   const ready = (): Promise<void> => supervisor.ready ? Promise.resolve() : new Promise((resolve) => readyWaiters.push(resolve))
   try {
-    await claimSocket(conf.socket)
-    const unix = createServer(handler)
-    servers.push(unix)
-    await listen(unix, conf.socket)
+    await unix.start()
     if (conf.listen !== '') {
       const i = conf.listen.lastIndexOf(':')
       const host = conf.listen.slice(0, i).replace(/^\[|\]$/g, '')
       const tcp = createServer(handler)
       servers.push(tcp)
-      await listen(tcp, { host, port: Number(conf.listen.slice(i + 1)) })
+      await listenTcp(tcp, host, Number(conf.listen.slice(i + 1)))
       const a = tcp.address()
       tcpAddress = typeof a === 'object' && a !== null ? { host, port: a.port } : null
     }

@@ -37,6 +37,8 @@ export class Supervisor {
   private nextDelay: number
   private startedAt = 0
   private restartTimer: NodeJS.Timeout | null = null
+  /** Set by kill(): what the jobs of the killed runner are told instead of "crashed". */
+  private killReason: string | null = null
   private startTimer: NodeJS.Timeout | null = null
   /** Runner restarts after a crash, since start. */
   restarts = 0
@@ -79,6 +81,15 @@ export class Supervisor {
     return true
   }
 
+  /** Kills the runner at once (SIGKILL works on a runner stuck in native code); it is restarted as after a crash. */
+  kill (reason: string): void {
+    const c = this.child
+    if (c === null || this.closing) return
+    this.log.error('killing the generation runner', { pid: c.pid, reason })
+    this.killReason = reason
+    c.kill('SIGKILL')
+  }
+
   async close (): Promise<void> {
     this.closing = true
     if (this.restartTimer !== null) clearTimeout(this.restartTimer)
@@ -116,8 +127,9 @@ export class Supervisor {
       this.events.exit('the generation service is shutting down')
       return
     }
-    const reason = `model runner process crashed (${how}); it is being restarted`
-    this.log.error('generation runner died', { pid: child.pid, code, signal })
+    const reason = this.killReason ?? `model runner process crashed (${how}); it is being restarted`
+    if (this.killReason === null) this.log.error('generation runner died', { pid: child.pid, code, signal })
+    this.killReason = null
     this.events.exit(reason)
     if (Date.now() - this.startedAt >= STABLE_MS) this.nextDelay = this.delayMs
     const delay = this.nextDelay

@@ -91,6 +91,7 @@ export const S_CHECK_MS = 9 // duration of the last check in ms
 export const S_CHECK_FAILS = 10 // failed checks (chkfail)
 export const S_DOWN_COUNT = 11 // UP→DOWN transitions (chkdown)
 export const S_CHECK_STATUS = 12 // CHECK_STATUS_* below (HAProxy check_status)
+export const S_CHECK_ERRNO = 13 // errno of the last check's failed connect or request (0 = none), os.constants.errno
 export const SRV_WORDS = 16
 
 export const ADMIN_READY = 0
@@ -165,7 +166,17 @@ export const C_RETRIES = 10 // retries away from this server (wretr)
 // other workers write moves the line between cores, ~85 ns against 3 ns for
 // a plain add to the own stripe (bench/micro/shm-contention.bench.ts).
 export const C_INFLIGHT = 11
-export const SRV_COUNTERS = 12
+// HAProxy's ctime/rtime/ttime: per thread, a sliding sum over the last
+// TIME_SAMPLES answered requests (HAProxy's swrate: sum += v - sum / N), in ms:
+// connect (0 on a reused connection), request sent to response head, and
+// request start to end. C_TIMED counts the requests measured; the average of
+// a server is sum(C_*_SUM) / sum(min(C_TIMED, TIME_SAMPLES)) over the stripes.
+export const C_CT_SUM = 12
+export const C_RT_SUM = 13
+export const C_TT_SUM = 14
+export const C_TIMED = 15
+export const TIME_SAMPLES = 1024
+export const SRV_COUNTERS = 16
 
 // Request rows: one f64 counter per (method, code) for each entry point
 // (index = position in the config, static) and each router (slot). Codes not
@@ -188,6 +199,9 @@ export const TIME_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 export const T_SUM = TIME_BUCKETS_S.length + 1 // after the +Inf bucket
 export const T_BYTES_IN = T_SUM + 1
 export const T_BYTES_OUT = T_SUM + 2
+// bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
+// requests_bytes_total): with it, `show stat` bin is what crossed the socket
+export const T_HEAD_IN = T_SUM + 3
 export const TIME_BLOCK = 16
 
 export let REQ_ROWS_BASE = 0 // entry points first, then routers

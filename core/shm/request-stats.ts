@@ -2,8 +2,8 @@
 // core/shm/layout.ts. The hot side (recordRequest) is a handful of adds to the
 // calling worker's own stripe; the read side sums stripes at scrape time.
 import {
-  type Shm, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_METHODS, REQ_ROW,
-  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
+  type Shm, C_CT_SUM, C_RT_SUM, C_TIMED, C_TT_SUM, GLOBAL_COUNTERS, SRV_COUNTERS, TIME_SAMPLES, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_METHODS, REQ_ROW,
+  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_SUM,
 } from './layout.js'
 
 const NC = REQ_CODES.length
@@ -104,3 +104,48 @@ export function clearRouterStats (shm: Shm, slot: number): void {
 }
 
 export { REQ_METHODS, REQ_CODES }
+
+/**
+ * Adds one answered request's times (ms) to server `slot`'s sliding sums in
+ * the caller's stripe (HAProxy swrate_add over TIME_SAMPLES): a few adds, no
+ * allocation. `connectMs` is 0 when a kept-alive connection was reused.
+ */
+export function recordServerTimes (f64: Float64Array, stripeBase: number, slot: number, connectMs: number, responseMs: number, totalMs: number): void {
+  const b = stripeBase + GLOBAL_COUNTERS + slot * SRV_COUNTERS
+  f64[b + C_CT_SUM] = f64[b + C_CT_SUM]! - f64[b + C_CT_SUM]! / TIME_SAMPLES + connectMs
+  f64[b + C_RT_SUM] = f64[b + C_RT_SUM]! - f64[b + C_RT_SUM]! / TIME_SAMPLES + responseMs
+  f64[b + C_TT_SUM] = f64[b + C_TT_SUM]! - f64[b + C_TT_SUM]! / TIME_SAMPLES + totalMs
+  f64[b + C_TIMED]! += 1
+}
+
+export interface ServerTimes { readonly ctime: number, readonly rtime: number, readonly ttime: number, readonly samples: number }
+
+/** Average connect, response and total times (ms) over about the last TIME_SAMPLES requests of each thread, and their weight. */
+export function serverTimes (shm: Shm, slot: number): ServerTimes {
+  let ct = 0
+  let rt = 0
+  let tt = 0
+  let n = 0
+  for (let w = 0; w <= shm.workers; w++) {
+    const b = w * STRIPE_WORDS + GLOBAL_COUNTERS + slot * SRV_COUNTERS
+    ct += shm.f64[b + C_CT_SUM]!
+    rt += shm.f64[b + C_RT_SUM]!
+    tt += shm.f64[b + C_TT_SUM]!
+    n += Math.min(shm.f64[b + C_TIMED]!, TIME_SAMPLES)
+  }
+  return n === 0 ? { ctime: 0, rtime: 0, ttime: 0, samples: 0 } : { ctime: ct / n, rtime: rt / n, ttime: tt / n, samples: n }
+}
+
+/**
+ * Counts a request head's size on entry point `ep` (T_HEAD_IN): the HTTP/1.1
+ * request line, one "name: value" line per header and the blank line. Header
+ * text is ASCII but for rare values, so string lengths are sizes; a loop of
+ * adds over the headers already copied, no allocation.
+ */
+export function recordHeadIn (f64: Float64Array, stripeBase: number, ep: number, method: string, path: string, query: string, headers: readonly string[]): void {
+  if (ep < 0 || ep >= MAX_ENTRYPOINTS) return
+  // "METHOD SP path[?query] SP HTTP/1.1 CRLF" ... CRLF: 1 + 9 + 2 + 2 bytes around method, path and query
+  let n = method.length + path.length + (query === '' ? 0 : query.length + 1) + 14
+  for (let i = 0; i < headers.length; i += 2) n += headers[i]!.length + headers[i + 1]!.length + 4
+  f64[stripeBase + TIME_BLOCKS_BASE + epRow(ep) * TIME_BLOCK + T_HEAD_IN]! += n
+}

@@ -6,8 +6,15 @@
 // Body framing (RFC 9112 §6.3): no body for HEAD, 1xx, 204, 304; chunked when
 // Transfer-Encoding ends in chunked; else Content-Length; else until close.
 
+import { eqLower, otherTokens } from '../net/token-list.js'
+
 export interface ResponseSink {
-  /** headers: flat [name, value, ...] as received (values UTF-8-decoded), hop-by-hop and framing headers removed */
+  /**
+   * headers: flat [name, value, ...] as received (values UTF-8-decoded), hop-by-hop (those named in
+   * Connection too) and framing headers removed. contentLength: the body's length, or -1 when it is
+   * chunked or close-delimited; for a response without a body (HEAD, 204, 304) the server's
+   * Content-Length as sent (-1 when none; always -1 for 204, which must not carry one: RFC 9110 §8.6)
+   */
   onHead (status: number, reason: string, headers: string[], contentLength: number): void
   /** a piece of body bytes buf[start, end); return false to stop reading after this read */
   onBody (buf: Buffer, start: number, end: number): boolean
@@ -222,9 +229,11 @@ export class ResponseParser {
         chunked = /(?:^|,)\s*chunked\s*$/i.test(head.slice(vs, ve))
         if (!chunked) return 'unsupported transfer-encoding'
       } else if (kind === CONNECTION) {
-        connection = head.slice(vs, ve).toLowerCase()
+        const v = head.slice(vs, ve).toLowerCase()
+        connection = connection === '' ? v : connection + ', ' + v
       }
     }
+    if (connection !== '') dropConnectionNamed(headers, connection)
     if (status < 200) {
       // interim response (100 Continue, 103 Early Hints): skip it, the real head follows
       this.#head = null
@@ -234,7 +243,7 @@ export class ResponseParser {
     this.keepAlive = http10 ? connection.includes('keep-alive') : !connection.includes('close')
     const noBody = this.#noBody || status === 204 || status === 304
     if (noBody) {
-      this.#sink!.onHead(status, reason, headers, this.#noBody ? contentLength : 0)
+      this.#sink!.onHead(status, reason, headers, status === 204 ? -1 : this.#noBody || status === 304 ? contentLength : 0)
       this.#finish()
     } else if (chunked) {
       this.#state = ST_CHUNK_SIZE
@@ -250,6 +259,18 @@ export class ResponseParser {
       this.#sink!.onHead(status, reason, headers, -1)
     }
     return null
+  }
+}
+
+const NOT_NAMES = ['close', 'keep-alive']
+
+/** Removes from `headers` every header the Connection value names: they are hop-by-hop (RFC 9110 §7.6.1). */
+function dropConnectionNamed (headers: string[], connection: string): void {
+  const names = otherTokens(connection, NOT_NAMES)
+  if (names === null) return
+  for (let j = headers.length - 2; j >= 0; j -= 2) {
+    const k = headers[j]!
+    if (names.includes(k.toLowerCase())) headers.splice(j, 2)
   }
 }
 
@@ -324,14 +345,4 @@ function dropKind (s: string, pos: number, len: number): number {
     case 17: return eqLower(s, pos, 'transfer-encoding') ? TRANSFER_ENCODING : KEEP
     default: return KEEP
   }
-}
-
-/** s[pos, pos + lower.length) equals `lower` ignoring ASCII case. */
-export function eqLower (s: string, pos: number, lower: string): boolean {
-  for (let i = 0; i < lower.length; i++) {
-    let c = s.charCodeAt(pos + i)
-    if (c >= 65 && c <= 90) c += 32
-    if (c !== lower.charCodeAt(i)) return false
-  }
-  return true
 }

@@ -13,7 +13,7 @@ import {
 } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
-import { recordRequest } from '../shm/request-stats.js'
+import { recordHeadIn, recordRequest } from '../shm/request-stats.js'
 import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
@@ -27,6 +27,9 @@ import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
+import { checkRequest } from './request-check.js'
+import { checkHost } from './request-host.js'
+import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
 
 export interface ServerRuntime {
@@ -69,6 +72,10 @@ export class DataPlane {
   /** compiled routes by entry point index (Ctx.epSlot) */
   readonly #routes: Array<Array<CompiledRoute<RouteTarget>>> = []
   readonly #epIndex = new Map<string, number>()
+  /** the path each entry point answers itself ('' = none), by entry point index */
+  readonly #health: string[] = []
+  /** request-path settings by entry point index */
+  readonly #pathPolicies: PathPolicy[] = []
   readonly services = new Map<string, ServiceRuntime>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
@@ -94,7 +101,9 @@ export class DataPlane {
     })
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
+      this.#health[i] = ep.health
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
+      this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
   }
 
@@ -154,26 +163,48 @@ export class DataPlane {
    */
   failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive = true): void {
     this.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
-    if (passive) recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)
+    if (passive && recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)) {
+      const c = server.conf
+      this.log.warn('server out of rotation (passive health)', {
+        service: svc.conf.name, server: c.name, address: c.address,
+        reason: `${c.name} ${c.address}: ${c.maxFails} failed requests within ${c.failTimeoutMs / 1000}s (max_fails); back in ${c.failTimeoutMs / 1000}s`,
+      })
+    }
   }
 
   /** Entry for every request of every HTTP entry point. */
   handle (ctx: Ctx, client: ClientResponse): void {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
-    if (ctx.path === '/health') {
-      // answered here, before routing, on every entry point; not counted or logged (nginx "access_log off")
+    // before /health too: a request whose framing is ambiguous is refused whatever it asks for
+    const fault = checkRequest(ctx)
+    // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
+    const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
+    if (typeof path === 'string') ctx.path = path
+    const health = this.#health[ctx.epSlot]
+    if (fault === null && health !== undefined && health !== '' && path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
       client.send(200, TEXT, HEALTH_BODY)
       return
     }
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
-    if (ctx.contentLength === -2) {
-      this.error(ctx, client, 'LB_ERR_BAD_REQUEST', { reason: 'invalid Content-Length' }, true)
+    if (fault !== null) {
+      // the connection is closed after the answer: what follows on it cannot be framed safely
+      this.error(ctx, client, fault.code, fault.params, true)
       return
     }
     if (ctx.contentLength > this.conf.limits.maxBodyBytes) {
       this.error(ctx, client, 'LB_ERR_BODY_TOO_LARGE', { limit: this.conf.limits.maxBodyBytes })
+      return
+    }
+    if (typeof path !== 'string') {
+      this.error(ctx, client, 'LB_ERR_BAD_PATH', { reason: path.reason })
+      return
+    }
+    const badHost = checkHost(ctx)
+    if (badHost !== '') {
+      this.error(ctx, client, 'LB_ERR_BAD_HOST', { reason: badHost })
       return
     }
     // an entry point this generation does not have (a connection accepted before a reload removed it) routes nowhere
@@ -211,7 +242,7 @@ export class DataPlane {
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
     const svc = target.service
     if (svc === null) {
-      this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)' })
+      this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
       return
     }
     ctx.service = svc.conf.name
@@ -270,6 +301,7 @@ export class DataPlane {
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0
     recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }
 }

@@ -3,7 +3,8 @@
 // set here) and the ones a middleware dropped, headers a middleware added,
 // then the forwarding headers: Host kept (or `hostFallback` when the client sent
 // none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set.
-// `skip` must be true for 'x-forwarded-for': its value is read, then re-emitted appended.
+// `skip` must be true for 'x-forwarded-for': its values are read (every line, in
+// order, as nginx's $proxy_add_x_forwarded_for), then re-emitted with the client appended.
 import type { Ctx } from './context.js'
 
 export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => boolean, hostFallback: string, extraLines: string): string {
@@ -15,7 +16,7 @@ export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => b
   for (let i = 0; i < headers.length; i += 2) {
     const k = headers[i]!
     if (skip(k)) {
-      if (k === 'x-forwarded-for') xff = headers[i + 1]!
+      if (k === 'x-forwarded-for') xff = xff === '' ? headers[i + 1]! : xff + ', ' + headers[i + 1]!
       continue
     }
     if (drop !== null && drop.includes(k)) continue

@@ -72,9 +72,10 @@ const EMPTY: readonly string[] = []
  * a bare CR or LF, so none reaches a redirect's Location: test/plugins/redirect-scheme.test.ts);
  * a line break would be header injection with writeHeader too.
  */
-function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean): void {
+function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean, length = -1): void {
   let head = statusLine(status, reason)
   for (let i = 0; i < headers.length; i += 2) head += '\r\n' + headers[i]! + ': ' + headers[i + 1]!
+  if (length >= 0) head += '\r\ncontent-length: ' + length
   if (close) head += '\r\nconnection: close'
   res.writeStatus(head)
 }
@@ -288,11 +289,17 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.#ended = true
     this.#res.cork(() => {
       const res = this.#res
-      if (this.#flushHead() && this.#headRequest) {
-        if (this.#total >= 0) res.endWithoutBody(this.#total)
-        else res.endWithoutBody()
+      if (this.#hasHead && (this.#headRequest || this.#status === 204 || this.#status === 304)) {
+        // No body, and no Content-Length: 0 from uWS: a HEAD gets the length it was given, a 304 the
+        // server's if any, a 204 none (head() was given -1; RFC 9110 §8.6, §15.4.5). The length goes in
+        // the head: this build's endWithoutBody(n) closes a keep-alive connection when n > 0.
+        this.#hasHead = false
+        writeHead(res, this.#status, this.#reason, this.#headers, this.#asksClose, this.#total)
+        this.#headers = EMPTY
+        res.endWithoutBody()
         return
       }
+      this.#flushHead()
       res.end()
     })
   }
@@ -303,6 +310,12 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.resumeBody()
     this.#ended = true
     this.#res.cork(() => {
+      if (this.#headRequest && !close) {
+        // the length in the head, not endWithoutBody(n): see end()
+        writeHead(this.#res, status, '', headers, this.#asksClose, Buffer.byteLength(body))
+        this.#res.endWithoutBody()
+        return
+      }
       writeHead(this.#res, status, '', headers, this.#asksClose || close)
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)

@@ -5,7 +5,10 @@
 // are held (copied), which is also what makes a connect-failure retry possible.
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
+import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import { C_RESP_1XX, C_RETRIES, G_READING, statusClass } from '../shm/layout.js'
+import { recordServerTimes } from '../shm/request-stats.js'
+import { noServerReason } from '../shm/server-why.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
@@ -73,6 +76,10 @@ export class ProxyExchange implements Exchange {
   #transformWaiting = false
   /** body bytes of a Content-Length response still to come; -1: not known */
   #bodyLeft = -1
+  /** performance.now() ms at the pick, the connection ready, the response head (0 = not yet): `show stat` ctime/rtime */
+  #pickedAt = 0
+  #connectedAt = 0
+  #headAt = 0
   requestComplete = false
 
   constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
@@ -109,7 +116,7 @@ export class ProxyExchange implements Exchange {
     const idx = this.#dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
-      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name, why: noServerReason(this.#dp.shm.i32, svc.servers, svc.conf.healthCheck, now()) })
       return
     }
     const server = svc.servers[idx]!
@@ -118,10 +125,13 @@ export class ProxyExchange implements Exchange {
     this.#ctx.server = server.conf.name
     this.#attempts++
     this.requestComplete = false
+    this.#pickedAt = performance.now()
+    this.#connectedAt = 0
     this.#conn = server.pool.acquire(this, this.#ctx.method === 'HEAD')
   }
 
   onConnected (conn: UpstreamConnection): void {
+    this.#connectedAt = performance.now()
     const q = this.#queued
     if (q === null && this.#bodyDone && !this.#ctx.chunked) {
       // the request is its head alone: it goes out with this turn's other writes
@@ -192,6 +202,7 @@ export class ProxyExchange implements Exchange {
   onHead (status: number, reason: string, headers: string[], contentLength: number): void {
     const ctx = this.#ctx
     this.#responded = true
+    this.#headAt = performance.now()
     ctx.status = status
     const chain = this.#target.chain
     if (chain.onResponse !== null || ctx.responseHeaders !== null) {
@@ -201,8 +212,11 @@ export class ProxyExchange implements Exchange {
       if (chain.onResponse !== null) runResponseHooks(chain, ctx, head, this.#dp.log)
       ctx.status = head.status
       if (head.transform !== null) {
-        if (noBody) head.transform.destroy()
-        else {
+        if (noBody) {
+          head.transform.destroy()
+          // a HEAD answers with the fields a GET would have: that GET's body would be streamed, without Content-Length
+          if (ctx.method === 'HEAD') contentLength = -1
+        } else {
           // the transformed length is unknown: the client side streams it chunked
           this.#startTransform(head.transform)
           contentLength = -1
@@ -347,7 +361,14 @@ export class ProxyExchange implements Exchange {
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
     if (this.#server !== null) {
-      this.#dp.releaseServer(this.#server.slot, this.#ctx.bytesIn, this.#ctx.bytesOut)
+      // what crossed the server's socket, as HAProxy's server bin/bout: the forwarded head (ASCII
+      // but for rare non-ASCII values: its length is its size) and body, and the response as read
+      const conn = this.#conn
+      this.#dp.releaseServer(this.#server.slot, this.#connectedAt > 0 ? this.#head.length + this.#ctx.bytesIn : 0, conn !== null ? conn.parser.bytes : 0)
+      if (this.#headAt > 0 && this.#connectedAt > 0) {
+        const s = this.#dp.stripe
+        recordServerTimes(s.f64, s.base, this.#server.slot, this.#connectedAt - this.#pickedAt, this.#headAt - this.#connectedAt, performance.now() - this.#ctx.t0)
+      }
       this.#server = null
     }
     this.#conn = null

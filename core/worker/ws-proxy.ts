@@ -27,6 +27,7 @@ import { now } from '../clock.js'
 import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { type ErrorCode, formatError } from '../errors.js'
 import { C_RESP_1XX, C_RETRIES, statusClass } from '../shm/layout.js'
+import { noServerReason } from '../shm/server-why.js'
 import type { ResponseHead } from '../plugin.js'
 import { ResponseParser, type ResponseSink, MAX_HEAD_BYTES } from '../upstream/response-parser.js'
 import { runResponseHooks } from './chain.js'
@@ -139,7 +140,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink, AtTurnEnd {
     const idx = dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
     if (idx < 0) {
       if (failed !== null) this.#fail(failed, {})
-      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name })
+      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name, why: noServerReason(this.#dp.shm.i32, svc.servers, svc.conf.healthCheck, now()) })
       return
     }
     const server = svc.servers[idx]!

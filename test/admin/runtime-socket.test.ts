@@ -3,12 +3,14 @@
 // messages, show info/stat/sess/servers state, and server commands changing
 // live traffic on every worker, showing in the APIs and surviving a reload.
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
 import { count, getMany, simpleConfig, sleep } from '../helpers.js'
-import { backends, golden, json, normalize, send, sock, startAdminLb } from './util.js'
+import { COMMANDS } from '../../core/admin/commands.js'
+import { backends, golden, json, normalize, requireTool, send, sock, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {
   const [b1, b2] = await backends(2)
@@ -116,4 +118,53 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
   assert.deepEqual(count(await getMany(a.lb.url, 4)), { b2: 4 })
   assert.equal(await sock(a.sock, 'get weight web/s1'), '3 (initial 1)\n\n')
   assert.deepEqual(await adminState(), ['maint', 'ready'])
+})
+
+/** `echo cmd | socat`: the client's input ends right after the command. */
+const halfClose = (path: string, text: string): Promise<string> => sock(path, text, true)
+
+function socat (path: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = execFile('socat', ['stdio', `unix-connect:${path}`], { encoding: 'utf8', timeout: 10_000 }, (err, out) => err === null ? resolve(out) : reject(err))
+    p.stdin!.end(text)
+  })
+}
+
+test('runtime socket: every command replies in full to a client that half-closes right after it (echo cmd | socat)', async (t) => {
+  if (requireTool(t, 'socat', 'socat') === null) return
+  const [b1, b2] = await backends(2)
+  const a = await startAdminLb(simpleConfig([b1!.address, b2!.address]))
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.after(async () => { agent.destroy(); await a.lb.stop(); await b1!.close(); await b2!.close() })
+  // one open client connection, so `show sess` has a line to print
+  await new Promise<void>((resolve, reject) => http.get(a.lb.url, { agent }, (r) => { r.resume(); r.on('end', resolve) }).on('error', reject))
+  // one line per command (each leaves the state as it found it), then the built-ins
+  const lines: Record<string, string> = {
+    'show info': 'show info',
+    'show stat': 'show stat',
+    'show sess': 'show sess',
+    'show servers state': 'show servers state web',
+    'set server': 'set server web/s1 state ready',
+    'disable server': 'disable server web/s2;enable server web/s2',
+    'enable server': 'enable server web/s1',
+    'set weight': 'set weight web/s1 1',
+    'get weight': 'get weight web/s1',
+  }
+  assert.deepEqual(COMMANDS.map((c) => c.words.join(' ')).sort(), Object.keys(lines).sort(), 'a line for every command')
+  const all = [...Object.values(lines), 'help', 'help show', 'show info;show sess;get weight web/s2', 'quit', 'no such command']
+  // counters, uptimes, addresses and ages move between two calls
+  const shape = (s: string): string => s.replace(/0x[0-9a-f]+/g, 'X').replace(/\d+/g, 'N')
+  for (const line of all) {
+    const full = await sock(a.sock, line) // keeps its input open until the server closes
+    if (line !== 'quit') assert.ok(full.endsWith('\n'), `${line}: ${JSON.stringify(full)}`)
+    if (line.startsWith('show sess')) assert.match(full, /^0x[0-9a-f]+: proto=tcpv4 /m)
+    assert.equal(shape(await halfClose(a.sock, line + '\n')), shape(full), `net end() after "${line}"`)
+    assert.equal(shape(await socat(a.sock, line + '\n')), shape(full), `socat after "${line}"`)
+  }
+  // a last line without its newline is run too, then the session closes
+  assert.equal(shape(await halfClose(a.sock, 'show sess')), shape(await sock(a.sock, 'show sess')))
+  assert.equal(await halfClose(a.sock, 'get weight web/s1'), '1 (initial 1)\n\n')
+  // interactive mode: every reply is written before the close that end of input asks for
+  assert.equal(shape(await halfClose(a.sock, 'prompt\nshow sess\nget weight web/s1\n')),
+    shape(`\n> ${await sock(a.sock, 'show sess')}> 1 (initial 1)\n\n> `))
 })

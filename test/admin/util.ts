@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
+import type { TestContext } from 'node:test'
 import { join } from 'node:path'
 import { type Backend, type Lb, type LbOptions, type Reply, ROOT, freePort, request, startBackend, startLb } from '../helpers.js'
 
@@ -86,8 +87,12 @@ export async function restartLb (a: AdminLb, opts: LbOptions = {}): Promise<Admi
   return { ...a, lb }
 }
 
-/** Sends one line on the runtime socket and returns everything until the server closes. */
-export function sock (path: string, line: string): Promise<string> {
+/**
+ * Sends one line on the runtime socket, keeping its input open, and returns
+ * everything until the server closes. `halfClose`: sends `line` as given (add
+ * the newline) and ends the input at once, as `echo cmd | socat` does.
+ */
+export function sock (path: string, line: string, halfClose = false): Promise<string> {
   return new Promise((resolve, reject) => {
     const c = net.connect(path)
     let out = ''
@@ -95,7 +100,8 @@ export function sock (path: string, line: string): Promise<string> {
     c.on('data', (d: string) => { out += d })
     c.on('error', reject)
     c.on('close', () => resolve(out))
-    c.on('connect', () => c.write(line + '\n'))
+    c.on('connect', () => halfClose ? c.end(line) : c.write(line + '\n'))
+    c.setTimeout(10_000, () => reject(new Error(`no close within 10 s after ${JSON.stringify(line)}: ${JSON.stringify(out)}`)))
   })
 }
 
@@ -133,12 +139,17 @@ export function normalize (text: string, map: Record<string, string | number>): 
   return t
 }
 
-/** Fails with a clear message (never skips) when a tool the test needs is missing. */
-export function requireTool (tool: string, pkg: string): string {
+/**
+ * The path of a tool the test drives, or null: then the test is marked skipped
+ * with the reason. The test command installs these first (test/tools.sh), so
+ * this happens only where it could not (not root, no apt-get).
+ */
+export function requireTool (t: TestContext, tool: string, pkg: string): string | null {
   try {
     return execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim()
   } catch {
-    assert.fail(`${tool} is not installed: apt-get install -y ${pkg}`)
+    t.skip(`${tool} is not installed and the test command could not install it (apt-get install -y ${pkg} as root)`)
+    return null
   }
 }
 

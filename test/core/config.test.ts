@@ -2,14 +2,13 @@
 // expected and what was found; `lb check` exits 0 or 1 like `nginx -t`.
 import { strict as assert } from 'node:assert'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { parseConfig } from '../../core/config/load.js'
 import { parseRule } from '../../core/config/rule.js'
-import { CLI, ROOT } from '../helpers.js'
+import { CLI, ROOT, tempDir } from '../helpers.js'
 
 const run = promisify(execFile)
 
@@ -93,7 +92,7 @@ test('unknown top-level sections and TOML syntax errors are rejected with the fi
 })
 
 test('`lb check` exits 1 on an invalid file and prints every problem', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-check-'))
+  const dir = tempDir('lb-check-')
   const file = join(dir, 'bad.toml')
   writeFileSync(file, BASE.replace('127.0.0.1:9001', '127.0.0.1:99999'))
   await assert.rejects(run(process.execPath, [CLI, 'check', '-c', file]), (err: { code: number, stderr: string }) => {

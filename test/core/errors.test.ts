@@ -14,8 +14,8 @@ test('ERRORS.md and core/errors.ts list the same codes', () => {
 
 test('messages fill their placeholders; errors carry code and status', () => {
   assert.equal(formatError('LB_ERR_BODY_TOO_LARGE', { limit: 10 }), 'request body larger than 10 bytes')
-  const e = lbError('LB_ERR_NO_SERVER', { service: 'web' })
+  const e = lbError('LB_ERR_NO_SERVER', { service: 'web', why: 'it has no servers' })
   assert.equal(e.code, 'LB_ERR_NO_SERVER')
   assert.equal(e.status, 503)
-  assert.equal(e.message, 'no server available for service web')
+  assert.equal(e.message, 'no server available for service web: it has no servers')
 })

@@ -90,8 +90,9 @@ check = false
     assert.equal(r.headers.connection, 'close')
   })
 
-  test('UTF-8 in the path, query and header values reaches the other side byte for byte, both ways', async (t) => {
+  test('UTF-8 in the query and header values reaches the other side byte for byte, both ways', async (t) => {
     // (uWS drops non-ASCII bytes at either end of a request header value, a limit stated in the README: these begin and end in ASCII)
+    // (a raw non-ASCII path is refused, README "Request paths"; percent-encoded it is kept as sent)
     // a raw backend: records the request head's bytes and answers with UTF-8 in a header and the reason
     let seen = Buffer.alloc(0)
     const raw = net.createServer((s) => {
@@ -112,7 +113,7 @@ check = false
     const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8')
     const answer = await new Promise<Buffer>((resolve, reject) => {
       const c = net.connect(rawLb.port, '127.0.0.1', () => {
-        c.write(Buffer.concat([utf8('GET /d\u00e9j\u00e0/\u65e5\u672c?q=\u00fc HTTP/1.1\r\nhost: x\r\nx-file: l\u2019\u00e9t\u00e9 \u65e5\u672c.txt\r\n'),
+        c.write(Buffer.concat([utf8('GET /d%C3%A9j%C3%A0/%E6%97%A5%E6%9C%AC?q=\u00fc HTTP/1.1\r\nhost: x\r\nx-file: l\u2019\u00e9t\u00e9 \u65e5\u672c.txt\r\n'),
           utf8('connection: close\r\n\r\n')]))
       })
       const parts: Buffer[] = []
@@ -121,7 +122,7 @@ check = false
       c.on('error', reject)
     })
     const head = seen.toString('utf8')
-    assert.ok(head.startsWith('GET /d\u00e9j\u00e0/\u65e5\u672c?q=\u00fc HTTP/1.1\r\n'), JSON.stringify(head))
+    assert.ok(head.startsWith('GET /d%C3%A9j%C3%A0/%E6%97%A5%E6%9C%AC?q=\u00fc HTTP/1.1\r\n'), JSON.stringify(head))
     assert.ok(seen.includes(utf8('\r\nx-file: l\u2019\u00e9t\u00e9 \u65e5\u672c.txt\r\n')), JSON.stringify(head))
     assert.ok(answer.includes(utf8('\r\nx-name: caf\u00e9 \u65e5\u672c.txt\r\n')), JSON.stringify(answer.toString('latin1')))
     assert.ok(answer.subarray(0, 30).toString('latin1').startsWith('HTTP/1.1 200 Tr'), 'status line')

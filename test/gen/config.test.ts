@@ -22,6 +22,10 @@ test('defaults of an empty [generation] table', () => {
   assert.equal(g.ollamaModels, '')
   assert.equal(g.builtinModel, true)
   assert.equal(g.streamBatchMs, 50)
+  assert.equal(g.cancelGraceMs, 5_000)
+  assert.equal(g.maxPromptBytes, 1 << 20)
+  assert.equal(g.maxPromptTokens, 0)
+  assert.equal(g.maxNumPredict, 0)
 })
 
 test('every problem is reported with its key path', () => {
@@ -30,7 +34,7 @@ test('every problem is reported with its key path', () => {
     listen: 'localhost', threads: 0, keep_alive: 'soon', request_timeout: 5, colour: 'red', models: { 'bad name': 'x.gguf', ok: 3 },
   }, 'generation', '/etc/lb')
   assert.deepEqual(c.problems.sort(), [
-    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, models)',
+    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, cancel_grace, max_prompt_bytes, max_prompt_tokens, max_num_predict, models)',
     'generation.keep_alive: expected a duration like "5m", "0" or "-1" (forever), found "soon"',
     'generation.listen: expected an address like "127.0.0.1:11434" (or "" for none), found "localhost"',
     'generation.models."bad name": expected a model name like "name" or "name:tag", found "bad name"',

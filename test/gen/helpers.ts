@@ -92,10 +92,21 @@ export async function until (f: () => boolean | Promise<boolean>, ms = 10_000, w
 
 /**
  * Checks `v` against the JSON Schema subset the format tests use (type,
- * properties, required, additionalProperties false, items, enum, min/maxItems);
+ * properties, required, additionalProperties false, items, prefixItems, enum,
+ * const, oneOf/anyOf, local $ref, min/maxItems, min/maxLength, minProperties);
  * returns the first mismatch or null.
  */
-export function schemaMismatch (schema: any, v: unknown, at = '$'): string | null {
+export function schemaMismatch (schema: any, v: unknown, at = '$', root: any = schema): string | null {
+  if (schema === true || schema === undefined) return null
+  if (typeof schema.$ref === 'string') return schemaMismatch(root.$defs[schema.$ref.split('/').pop()], v, at, root)
+  const branches = schema.oneOf ?? schema.anyOf
+  if (branches !== undefined && branches.every((b: any) => schemaMismatch(b, v, at, root) !== null)) return `${at}: matches no branch`
+  if ('const' in schema && JSON.stringify(schema.const) !== JSON.stringify(v)) return `${at}: not the const`
+  if (typeof v === 'string') {
+    const n = [...v].length
+    if (schema.minLength !== undefined && n < schema.minLength) return `${at}: shorter than ${schema.minLength}`
+    if (schema.maxLength !== undefined && n > schema.maxLength) return `${at}: longer than ${schema.maxLength}`
+  }
   const types: string[] = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type]
   const typeOf = (x: unknown): string => x === null ? 'null' : Array.isArray(x) ? 'array' : typeof x === 'number' ? (Number.isInteger(x) ? 'integer' : 'number') : typeof x
   if (types.length > 0) {
@@ -107,16 +118,22 @@ export function schemaMismatch (schema: any, v: unknown, at = '$'): string | nul
     const o = v as Record<string, unknown>
     for (const k of schema.required ?? []) if (!(k in o)) return `${at}: missing ${k}`
     for (const [k, sub] of Object.entries(schema.properties ?? {})) {
-      if (k in o) { const m = schemaMismatch(sub, o[k], `${at}.${k}`); if (m !== null) return m }
+      if (k in o) { const m = schemaMismatch(sub, o[k], `${at}.${k}`, root); if (m !== null) return m }
     }
     if (schema.additionalProperties === false) {
       for (const k of Object.keys(o)) if (!(k in (schema.properties ?? {}))) return `${at}: unexpected ${k}`
     }
+    const n = Object.keys(o).length
+    if (schema.minProperties !== undefined && n < schema.minProperties) return `${at}: fewer than ${schema.minProperties} properties`
   }
   if (Array.isArray(v)) {
     if (schema.minItems !== undefined && v.length < schema.minItems) return `${at}: fewer than ${schema.minItems} items`
     if (schema.maxItems !== undefined && v.length > schema.maxItems) return `${at}: more than ${schema.maxItems} items`
-    if (schema.items !== undefined) for (let i = 0; i < v.length; i++) { const m = schemaMismatch(schema.items, v[i], `${at}[${i}]`); if (m !== null) return m }
+    const pre: any[] = schema.prefixItems ?? []
+    for (let i = 0; i < v.length; i++) {
+      const sub = i < pre.length ? pre[i] : schema.items
+      if (sub !== undefined) { const m = schemaMismatch(sub, v[i], `${at}[${i}]`, root); if (m !== null) return m }
+    }
   }
   return null
 }

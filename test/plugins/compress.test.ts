@@ -138,7 +138,7 @@ type = "compress"
     }
   })
 
-  test('not compressed: no acceptable encoding (but Vary says it could be), under 1024 bytes, already encoded, incompressible, no-transform, no body', async () => {
+  test('not compressed: no acceptable encoding (but Vary says it could be), under 1024 bytes, already encoded, incompressible, no-transform, no body (HEAD is decided as GET)', async () => {
     for (const accept of ['', 'identity', 'deflate', 'gzip;q=0, br;q=0']) {
       const r = await get(`${lb.url}/page`, accept === '' ? {} : { 'accept-encoding': accept })
       assert.equal(r.headers['content-encoding'], undefined, accept)
@@ -156,8 +156,10 @@ type = "compress"
     assert.equal((await get(`${lb.url}/png`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], undefined)
     assert.equal((await get(`${lb.url}/svg`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], 'gzip')
     assert.equal((await get(`${lb.url}/no-transform`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], undefined)
+    // HEAD carries the fields GET would (issue 29.3; test/e2e/response-headers.test.ts), without a body
     const head = await get(`${lb.url}/page`, { 'accept-encoding': 'gzip' }, false, 'HEAD')
-    assert.equal(head.headers['content-encoding'], undefined)
+    assert.equal(head.headers['content-encoding'], 'gzip')
+    assert.equal(head.headers.vary, 'Accept-Encoding')
     assert.equal(head.body.length, 0)
     assert.equal((await get(`${lb.url}/empty`, { 'accept-encoding': 'gzip' })).status, 204)
   })

@@ -3,12 +3,11 @@
 // key, wrong issuer/audience), claims forwarded, keys rotated by SIGHUP.
 import { strict as assert } from 'node:assert'
 import { type KeyObject, createHmac, generateKeyPairSync } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type JWK, type JWTPayload, SignJWT, exportJWK } from 'jose'
-import { type Backend, type Lb, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, request, sleep, startBackend, startLb, tempDir } from '../helpers.js'
 import { mwConfig, oneMiddleware, problems } from './setup.js'
 
 interface Pair { publicKey: KeyObject, privateKey: KeyObject, jwk: JWK }
@@ -34,7 +33,7 @@ const b64url = (s: string | Buffer): string => Buffer.from(s).toString('base64ur
 describe('jwt config validation', () => {
   let dir: string
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'lb-jwt-'))
+    dir = tempDir('lb-jwt-')
     const rsa = await pair('RS256', 'k1')
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [rsa.jwk] }))
     writeFileSync(join(dir, 'private.json'), JSON.stringify({ keys: [await exportJWK(rsa.privateKey)] }))
@@ -68,7 +67,7 @@ describe('jwt through the balancer', () => {
     rsa = await pair('RS256', 'rsa-1')
     ec = await pair('ES256', 'ec-1')
     other = await pair('RS256', 'rsa-1') // same kid, not in the set
-    jwksFile = join(mkdtempSync(join(tmpdir(), 'lb-jwt-')), 'jwks.json')
+    jwksFile = join(tempDir('lb-jwt-'), 'jwks.json')
     writeFileSync(jwksFile, JSON.stringify({ keys: [rsa.jwk, ec.jwk] }))
     backend = await startBackend('web', (req, res) => {
       req.resume()

@@ -3,13 +3,12 @@
 // and a plugin that throws fails only its own request, with 500 and a log line.
 import { strict as assert } from 'node:assert'
 import { execFile } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
-import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
-import { type Backend, CLI, type Lb, ROOT, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, CLI, type Lb, request, ROOT, sleep, startBackend, startLb, tempDir } from '../helpers.js'
 import { mwConfig } from './setup.js'
 
 const run = promisify(execFile)
@@ -17,7 +16,7 @@ const FIXTURES = join(ROOT, 'test', 'fixtures', 'plugins')
 
 /** `lb check` on a config in a temp folder; PLUGINS in `middlewares` becomes the fixtures' path relative to it. */
 async function check (middlewares: string): Promise<{ code: number, out: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-plugins-'))
+  const dir = tempDir('lb-plugins-')
   const text = mwConfig('127.0.0.1:1', middlewares.replaceAll('PLUGINS', relative(dir, FIXTURES)), { '/': ['m'] })
   writeFileSync(join(dir, 'lb.toml'), text.replace('{{PORT}}', '8080'))
   try {

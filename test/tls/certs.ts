@@ -4,10 +4,10 @@
 // Plus two probes: a node:tls handshake and `openssl s_client`.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { X509Certificate } from 'node:crypto'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import tls from 'node:tls'
+import { tempDir } from '../helpers.js'
 
 export interface Pair { readonly cert: string, readonly key: string }
 
@@ -51,7 +51,7 @@ export function makePair (dir: string, name: string, cn: string, sans: string[],
 }
 
 export function makeCerts (): Certs {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-certs-'))
+  const dir = tempDir('lb-certs-')
   openssl(['req', '-x509', ...EC, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=lb test CA'], dir)
   return {
     dir,

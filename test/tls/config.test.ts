@@ -4,12 +4,11 @@
 // with certificates from conf/make-cert.sh, passes `lb check`.
 import { strict as assert } from 'node:assert'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { before, test } from 'node:test'
 import { parseConfig } from '../../core/config/load.js'
-import { CLI, ROOT } from '../helpers.js'
+import { CLI, ROOT, tempDir } from '../helpers.js'
 import { type Certs, makeCerts } from './certs.js'
 
 let certs: Certs
@@ -99,13 +98,13 @@ test('timeouts.tunnel and health_check.type', () => {
 })
 
 test('conf/https.toml with certificates from conf/make-cert.sh passes `lb check`', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-https-'))
+  const dir = tempDir('lb-https-')
   copyFileSync(join(ROOT, 'conf', 'https.toml'), join(dir, 'https.toml'))
   execFileSync('bash', [join(ROOT, 'conf', 'make-cert.sh'), join(dir, 'certs')], { stdio: 'ignore' })
   const r = spawnSync(process.execPath, [CLI, 'check', '-c', join(dir, 'https.toml')], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   // without the certificates it says which file is missing
-  const bare = mkdtempSync(join(tmpdir(), 'lb-https-'))
+  const bare = tempDir('lb-https-')
   copyFileSync(join(ROOT, 'conf', 'https.toml'), join(bare, 'https.toml'))
   const r2 = spawnSync(process.execPath, [CLI, 'check', '-c', join(bare, 'https.toml')], { encoding: 'utf8' })
   assert.equal(r2.status, 1)

@@ -1,66 +1,29 @@
-// The dashboard page: polls the dashboard API and /metrics on this listener
-// every POLL_MS and draws the last HISTORY points of request rate, 5xx error
-// rate and latency on canvases. Plain browser JavaScript, no build step and no
-// external assets (the page must work with no network beyond this listener).
+// The dashboard page: every POLL_MS it reads the control plane's per-second
+// history (/api/lb/history: the last 15 minutes, so a page opened late shows
+// what led to now), the per-server detail (/api/lb/servers) and the Traefik
+// API (entry points, routers, middlewares), and draws them. Plain browser
+// JavaScript, no build step and no external assets (the page must work with
+// no network beyond this listener).
 'use strict'
 
 const POLL_MS = 2000
-const HISTORY = 60
-const history = { rate: [], errors: [], mean: [], p95: [] }
-let previous = null
+const HISTORY_POINTS = 900 // the control plane keeps 900 one-second points
+const MIN_WINDOW = 60 // seconds: a short history is drawn over a minute, not squeezed into 15
+let windowPts = MIN_WINDOW
 
 function esc (s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]))
 }
 
-/** Parses Prometheus text into [{name, labels, value}] (only what this page needs). */
-function parseMetrics (text) {
-  const out = []
-  for (const line of text.split('\n')) {
-    if (line === '' || line[0] === '#') continue
-    const m = /^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$/.exec(line)
-    if (m === null) continue
-    const labels = {}
-    for (const l of (m[3] || '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2]
-    out.push({ name: m[1], labels, value: Number(m[4]) })
-  }
-  return out
+function fmt (v) {
+  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)
 }
 
-/** Totals the page charts: requests, 5xx, duration sum and cumulative buckets over all entry points. */
-function totals (samples) {
-  const t = { requests: 0, errors: 0, sum: 0, count: 0, buckets: new Map() }
-  for (const s of samples) {
-    if (s.name === 'lb_entrypoint_requests_total') {
-      t.requests += s.value
-      if (/^5/.test(s.labels.code)) t.errors += s.value
-    } else if (s.name === 'lb_entrypoint_request_duration_seconds_sum') t.sum += s.value
-    else if (s.name === 'lb_entrypoint_request_duration_seconds_count') t.count += s.value
-    else if (s.name === 'lb_entrypoint_request_duration_seconds_bucket') {
-      const le = s.labels.le === '+Inf' ? Infinity : Number(s.labels.le)
-      t.buckets.set(le, (t.buckets.get(le) || 0) + s.value)
-    }
-  }
-  return t
+function css (name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim()
 }
 
-/** p95 of the requests between two scrapes, from the bucket deltas (upper bound of the bucket). */
-function p95 (prev, cur) {
-  const les = [...cur.buckets.keys()].sort((a, b) => a - b)
-  const total = cur.count - prev.count
-  if (total <= 0) return 0
-  for (const le of les) {
-    if ((cur.buckets.get(le) - (prev.buckets.get(le) || 0)) >= 0.95 * total) return le === Infinity ? les[les.length - 2] * 1000 : le * 1000
-  }
-  return 0
-}
-
-function push (arr, v) {
-  arr.push(v)
-  if (arr.length > HISTORY) arr.shift()
-}
-
-/** A line chart of one or two series on a canvas, scaled to the largest value shown. */
+/** A line chart of one or more series over the window (windowPts seconds), right-aligned (the last point is now), scaled to the largest value. */
 function chart (id, series, colors) {
   const c = document.getElementById(id)
   const g = c.getContext('2d')
@@ -72,42 +35,84 @@ function chart (id, series, colors) {
   g.fillStyle = '#69707d'
   g.font = '11px sans-serif'
   for (let i = 0; i <= 2; i++) {
-    const y = 4 + (h - 20) * i / 2
-    g.beginPath(); g.moveTo(30, y); g.lineTo(w, y); g.stroke()
+    const y = 4 + (h - 12) * i / 2
+    g.beginPath(); g.moveTo(34, y); g.lineTo(w, y); g.stroke()
     g.fillText(fmt(max * (1 - i / 2)), 0, y + 4)
   }
   series.forEach((pts, k) => {
-    g.strokeStyle = colors[k]
-    g.lineWidth = 2
+    g.strokeStyle = css(colors[k])
+    g.lineWidth = 1.5
     g.beginPath()
+    const offset = windowPts - pts.length
     pts.forEach((v, i) => {
-      const x = 30 + (w - 32) * i / (HISTORY - 1)
-      const y = 4 + (h - 20) * (1 - v / max)
+      const x = 34 + (w - 36) * (offset + i) / (windowPts - 1)
+      const y = 4 + (h - 12) * (1 - v / max)
       if (i === 0) g.moveTo(x, y); else g.lineTo(x, y)
     })
     g.stroke()
   })
-  c.dataset.points = series.map((s) => s.length).join(',')
+  c.dataset.points = String(series[0].length)
   c.dataset.last = series.map((s) => (s.length ? fmt(s[s.length - 1]) : '')).join(',')
+  c.dataset.max = series.map((s) => fmt(Math.max(0, ...s))).join(',')
 }
 
-function fmt (v) {
-  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)
+/** The mean of the last n points (the headline numbers smooth over a few seconds). */
+function recent (pts, n = 5) {
+  const xs = pts.slice(-n)
+  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length
+}
+
+function renderHistory (hist) {
+  const s = hist.series
+  windowPts = Math.min(HISTORY_POINTS, Math.max(MIN_WINDOW, s.requests.length))
+  const span = windowPts >= 120 ? `−${Math.round(windowPts / 60)} min` : `−${windowPts} s`
+  for (const el of document.querySelectorAll('.axis span:first-child')) el.textContent = span
+  chart('rate-chart', [s.requests], ['--line'])
+  chart('error-chart', [s.errors4xx, s.errors5xx], ['--p95', '--down'])
+  chart('latency-chart', [s.meanMs, s.p95Ms], ['--line', '--p95'])
+  chart('conn-chart', [s.connections, s.inflight], ['--line', '--nolb'])
+  document.getElementById('rate').textContent = fmt(recent(s.requests))
+  document.getElementById('errors').textContent = `${fmt(recent(s.errors4xx))} / ${fmt(recent(s.errors5xx))}`
+  document.getElementById('latency').textContent = `${fmt(recent(s.meanMs))} / ${fmt(recent(s.p95Ms))}`
+  document.getElementById('conns').textContent = `${s.connections.at(-1) ?? 0} / ${s.inflight.at(-1) ?? 0}`
+}
+
+function renderServers (servers) {
+  let last = ''
+  document.querySelector('#servers tbody').innerHTML = servers.map((s) => {
+    const head = s.service === last ? '' : `<tr><td class="svc" colspan="10">${esc(s.service)}</td></tr>`
+    last = s.service
+    const state = s.state === 'no check' ? 'no-check' : s.state
+    const check = s.check === null ? 'not checked' : `${s.check.status}${s.check.code > 0 ? ` ${s.check.code}` : ''} in ${s.check.ms} ms`
+    const weight = s.weight === s.initialWeight ? String(s.weight) : `${s.weight} (of ${s.initialWeight})`
+    return `${head}<tr class="server" data-service="${esc(s.service)}" data-server="${esc(s.server)}" data-state="${esc(s.state)}" data-rate="${s.rate}"
+      data-share="${s.share}" data-requests="${s.requests}" data-errors="${s.errors}" data-inflight="${s.inflight}" data-weight="${s.weight}" data-check="${esc(check)}" data-reason="${esc(s.reason)}">
+      <td>${esc(s.server)}<br><code>${esc(s.url)}</code></td><td><span class="badge ${esc(state)}">${esc(s.state)}</span></td>
+      <td class="num">${esc(weight)}</td><td class="num">${s.rate}</td><td class="num">${s.share}%</td><td class="num">${s.requests}</td>
+      <td class="num">${s.errors}${s.errorRate > 0 ? ` (${s.errorRate}/s)` : ''}</td><td class="num">${s.inflight}</td>
+      <td>${esc(check)}</td><td class="reason">${esc(s.reason)}</td></tr>`
+  }).join('')
+}
+
+function renderEntryPoints (eps) {
+  document.querySelector('#entrypoints tbody').innerHTML = eps.map((e) =>
+    `<tr data-name="${esc(e.name)}"><td>${esc(e.name)}</td><td><code>${esc(e.address)}</code></td></tr>`).join('')
 }
 
 function renderRouters (routers) {
   document.querySelector('#routers tbody').innerHTML = routers.map((r) => `<tr data-name="${esc(r.name)}">
     <td>${esc(r.name)}</td><td><code>${esc(r.rule)}</code></td><td>${esc((r.entryPoints || []).join(', '))}</td>
-    <td>${esc((r.middlewares || []).join(', '))}</td><td>${esc(r.service)}</td><td>${esc(r.status)}</td></tr>`).join('')
+    <td>${esc((r.middlewares || []).join(', ') || '—')}</td><td>${esc(r.service)}</td><td>${esc(r.status)}</td></tr>`).join('')
 }
 
-function renderServices (services) {
-  document.querySelector('#services tbody').innerHTML = services.map((s) => {
-    const servers = Object.entries(s.serverStatus || {}).map(([url, st]) =>
-      `<div class="server" data-url="${esc(url)}" data-status="${esc(st)}"><span class="badge ${esc(st)}">${esc(st)}</span><code>${esc(url)}</code></div>`).join('')
-    return `<tr data-name="${esc(s.name)}"><td>${esc(s.name)}</td><td>${esc(s.type)}</td>
-      <td>${esc((s.loadBalancer && s.loadBalancer.strategy) || '')}</td><td>${servers}</td><td>${esc((s.usedBy || []).join(', '))}</td></tr>`
-  }).join('')
+function renderMiddlewares (mws) {
+  document.querySelector('#middlewares tbody').innerHTML = mws.length === 0
+    ? '<tr><td colspan="4">none</td></tr>'
+    : mws.map((m) => {
+      const opts = m[Object.keys(m).find((k) => !['status', 'usedBy', 'name', 'provider', 'type'].includes(k))] || {}
+      const text = Object.entries(opts).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ')
+      return `<tr data-name="${esc(m.name)}"><td>${esc(m.name)}</td><td>${esc(m.type)}</td><td><code>${esc(text)}</code></td><td>${esc((m.usedBy || []).join(', '))}</td></tr>`
+    }).join('')
 }
 
 async function getJson (path) {
@@ -118,34 +123,16 @@ async function getJson (path) {
 
 async function poll () {
   try {
-    const [routers, services, version, metrics] = await Promise.all([
-      getJson('../api/http/routers?per_page=1000'), getJson('../api/http/services?per_page=1000'), getJson('../api/version'),
-      fetch('../metrics', { credentials: 'same-origin' }).then((r) => (r.ok ? r.text() : '')),
+    const [hist, servers, eps, routers, mws, version] = await Promise.all([
+      getJson('../api/lb/history'), getJson('../api/lb/servers'), getJson('../api/entrypoints?per_page=1000'),
+      getJson('../api/http/routers?per_page=1000'), getJson('../api/http/middlewares?per_page=1000'), getJson('../api/version'),
     ])
+    renderHistory(hist)
+    renderServers(servers)
+    renderEntryPoints(eps)
     renderRouters(routers)
-    renderServices(services)
+    renderMiddlewares(mws)
     document.getElementById('version').textContent = `version ${version.Version}, started ${version.startDate}`
-    const now = performance.now()
-    const cur = totals(parseMetrics(metrics))
-    if (previous !== null) {
-      const secs = (now - previous.at) / 1000
-      const reqs = cur.requests - previous.t.requests
-      const rate = reqs / secs
-      const errors = reqs > 0 ? 100 * (cur.errors - previous.t.errors) / reqs : 0
-      const n = cur.count - previous.t.count
-      const mean = n > 0 ? 1000 * (cur.sum - previous.t.sum) / n : 0
-      push(history.rate, rate)
-      push(history.errors, errors)
-      push(history.mean, mean)
-      push(history.p95, p95(previous.t, cur))
-      document.getElementById('rate').textContent = fmt(rate)
-      document.getElementById('errors').textContent = fmt(errors)
-      document.getElementById('latency').textContent = `${fmt(mean)} / ${fmt(history.p95[history.p95.length - 1])}`
-      chart('rate-chart', [history.rate], ['#0969da'])
-      chart('error-chart', [history.errors], ['#cf222e'])
-      chart('latency-chart', [history.mean, history.p95], ['#0969da', '#9a6700'])
-    }
-    previous = { at: now, t: cur }
     document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`
     document.getElementById('error').textContent = ''
   } catch (err) {
