@@ -188,8 +188,9 @@ export const T_BYTES_OUT = T_SUM + 2
 // bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
 // requests_bytes_total): with it, `show stat` bin is what crossed the socket
 export const T_HEAD_IN = T_SUM + 3
-// bytes lb wrote to clients beyond bodies (response heads as written, chunk
-// framing), entry point rows only: with it, `show stat` bout is what crossed the socket
+// bytes lb wrote to clients beyond the bodies of counted requests (response
+// heads as written, chunk framing, health-location answers), entry point rows
+// only: with it, `show stat` bout is what crossed the socket
 export const T_HEAD_OUT = T_SUM + 4
 export const TIME_BLOCK = 17
 
