@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { test } from 'node:test'
-import { freePort, request, startBackend } from '../helpers.js'
+import { freePort, request, simpleConfig, startBackend } from '../helpers.js'
 import { sock, startAdminLb } from './util.js'
 
 /** Body bytes of every response read by exchange(), chunk framing excluded. */
@@ -112,29 +112,16 @@ test('FRONTEND bout and TotalBytesOut are the bytes the clients received, heads 
     })
   })
   const dead = await freePort()
-  const a = await startAdminLb(`[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-
-[routers.dead]
+  const a = await startAdminLb(simpleConfig([be.address], '', `[routers.dead]
 rule = "Host(\`dead\`) && PathPrefix(\`/\`)"
 service = "dead"
-
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-
-[services.web]
-[[services.web.servers]]
-name = "s1"
-address = "${be.address}"
-check = false
 
 [services.dead]
 [[services.dead.servers]]
 name = "d1"
 address = "127.0.0.1:${dead}"
 check = false
-`)
+`))
   try {
     const bout0 = await frontendBout(a.sock)
     const total0 = await totalBytesOut(a.sock)
