@@ -36,7 +36,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 5
+export const LAYOUT_VERSION = 6
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -141,7 +141,7 @@ export const G_ACCEPTS = 1 // client connections accepted, refused ones included
 export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
 export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
 export const G_BYTES_IN = 4
-export const G_BYTES_OUT = 5
+export const G_BYTES_OUT = 5 // response bodies, heads and chunk framing written to clients (show info TotalBytesOut)
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11
 export const G_REFUSED = 12 // connections closed at once because global.max_connections were open (accepts - handled)
@@ -206,7 +206,11 @@ export const T_BYTES_OUT = T_SUM + 2
 // bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
 // requests_bytes_total): with it, `show stat` bin is what crossed the socket
 export const T_HEAD_IN = T_SUM + 3
-export const TIME_BLOCK = 16
+// bytes lb wrote to clients beyond the bodies of counted requests (response
+// heads as written, chunk framing, health-location answers), entry point rows
+// only: with it, `show stat` bout is what crossed the socket
+export const T_HEAD_OUT = T_SUM + 4
+export const TIME_BLOCK = 17
 
 export let REQ_ROWS_BASE = 0 // entry points first, then routers
 export let TIME_BLOCKS_BASE = 0
