@@ -63,8 +63,8 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
   })
 
   test('two Host or two Authorization headers: 400 and close (issues 18.2, 29.3)', async () => {
-    // two Host lines: uWS answers 400 itself, before lb (README "Request forms at the edge")
-    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /(?:)/)
+    // uWS 20.57 answers two Host lines itself (400, no body) before lb sees them; lb's own check stays for any build that does not
+    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^(bad request: more than one Host header\n)?$/)
     await refused(fresh(), 'authorization: Basic a\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Authorization header\n$/)
     // also where basicAuth would check only the first
     await refused('/auth' + fresh(), `authorization: Basic ${CAROL_B64}\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n`, 400, /more than one Authorization/)
