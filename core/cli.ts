@@ -6,6 +6,7 @@ import { createLogger } from './log.js'
 import { unwritablePaths } from './config/paths.js'
 import { formatError, isLbError } from './errors.js'
 import { run } from './main.js'
+import { catchStrays } from './control/faults.js'
 
 const USAGE = `usage: lb run [-c FILE]     start the balancer (default config conf/lb.toml)
        lb check [-c FILE]   validate the configuration and exit
@@ -50,6 +51,7 @@ async function main (): Promise<void> {
       })
       try {
         const lb = await run(configArg(args))
+        catchStrays() // from now on nothing in the control plane ends the process (core/control/faults.ts)
         reload = () => lb.reload()
         if (early) void lb.reload()
         const stop = (): void => { lb.stop().then(() => process.exit(0), () => process.exit(1)) }

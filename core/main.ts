@@ -11,6 +11,9 @@ import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
+import { loadStartConfig } from './admin/state-start.js'
+import { capacityProblems, chooseCapacities } from './config/capacity.js'
+import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
@@ -42,14 +45,22 @@ export interface Running {
 
 export async function run (configPath: string): Promise<Running> {
   // the config API's state file is overlaid on the TOML before validation, here and on every reload
-  let config = await loadConfigAsync(configPath, apiStateOverlay)
+  const start = await loadStartConfig(configPath)
+  let config = start.config
   const startedAt = Date.now()
   const log = createLogger(config.global.logLevel)
+  if (start.notes.error !== null) log.error('config API state file set aside: it cannot be applied', start.notes.error)
+  if (start.notes.removedTemps.length > 0) log.info('removed temp files of interrupted state writes', { files: start.notes.removedTemps })
   loadUws() // fail before starting anything when the native binary cannot load
   const unwritable = unwritablePaths(config)
   if (unwritable.length > 0) throw lbError('LB_ERR_PATH', { problems: unwritable.join('; ') })
   mkdirSync(config.global.stateDir, { recursive: true })
-  const shm = createShm(config.global.workers)
+  // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
+  const limits = config.limits
+  const caps = chooseCapacities(limits, config)
+  const shm = createShm(config.global.workers, caps)
+  const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
+  initFaults(shm, log)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only
@@ -75,6 +86,8 @@ export async function run (configPath: string): Promise<Running> {
   let queue: Promise<unknown> = Promise.resolve()
   const apply = (candidate: Config): Promise<string[]> => {
     const result = queue.then(async () => {
+      const over = fits(candidate)
+      if (over.length > 0) throw lbError('LB_ERR_CONFIG_INVALID', { file: candidate.file, problems: over.map((p) => `  ${candidate.file}: ${p}`).join('\n') })
       const kept = STATIC_KEYS.filter((k) => JSON.stringify(candidate[k]) !== JSON.stringify(config[k]))
       if (kept.length > 0) log.warn('these sections need a restart; their running values stay', { sections: kept })
       const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])) }
@@ -101,19 +114,16 @@ export async function run (configPath: string): Promise<Running> {
     return result
   }
   const reload = async (): Promise<void> => {
-    let next: Config
+    let ok = true
     try {
-      next = await loadConfigAsync(configPath, apiStateOverlay)
+      await apply(await loadConfigAsync(configPath, apiStateOverlay))
     } catch (err) {
-      Atomics.add(shm.i32, H_RELOAD_FAILS, 1)
-      Atomics.store(shm.i32, H_LAST_RELOAD_OK, 0)
-      Atomics.store(shm.i32, H_LAST_RELOAD_SEC, Math.floor(Date.now() / 1000))
+      // an invalid file, or one that does not fit the capacities: nothing changed
+      ok = false
       log.error('reload rejected: the running configuration stays', { error: (err as Error).message })
-      return
     }
-    await apply(next)
-    Atomics.add(shm.i32, H_RELOADS, 1)
-    Atomics.store(shm.i32, H_LAST_RELOAD_OK, 1)
+    Atomics.add(shm.i32, ok ? H_RELOADS : H_RELOAD_FAILS, 1)
+    Atomics.store(shm.i32, H_LAST_RELOAD_OK, ok ? 1 : 0)
     Atomics.store(shm.i32, H_LAST_RELOAD_SEC, Math.floor(Date.now() / 1000))
   }
 
@@ -124,14 +134,15 @@ export async function run (configPath: string): Promise<Running> {
       await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
       health.close()
-      await supervisor.drain(config.global.drainTimeoutMs)
+      const cut = await supervisor.drain(config.global.drainTimeoutMs)
+      if (cut > 0) log.warn('drain_timeout reached: requests cut', { cut, drain_timeout_ms: config.global.drainTimeoutMs })
       await gen?.close()
       log.info('stopped')
     })()
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, startedAt })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt })
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

@@ -22,11 +22,13 @@ export interface WorkerData {
 
 export type ToWorker =
   | { readonly type: 'config', readonly generation: number, readonly config: Config, readonly slots: Slots }
-  /** stop accepting, let requests in flight finish, then exit */
-  | { readonly type: 'drain' }
+  /** stop accepting, let requests in flight finish for `timeoutMs`, cut those left (503), then exit 0 */
+  | { readonly type: 'drain', readonly timeoutMs: number }
 
 export type FromWorker =
   | { readonly type: 'ready', readonly index: number }
   | { readonly type: 'applied', readonly index: number, readonly generation: number }
   | { readonly type: 'rejected', readonly index: number, readonly generation: number, readonly message: string }
   | { readonly type: 'fatal', readonly index: number, readonly message: string }
+  /** the drain deadline passed with `count` requests (and tunnels) still open: they were cut */
+  | { readonly type: 'cut', readonly index: number, readonly count: number }

@@ -34,14 +34,16 @@ export interface Draft {
 export class ConfigStore {
   readonly #file: string
   readonly #apply: (c: Config) => Promise<string[]>
+  readonly #fits: (c: Config) => string[]
   readonly #log: Logger
   readonly #path: string
   #state: ApiState
   #queue: Promise<unknown> = Promise.resolve()
 
-  constructor (configPath: string, apply: (c: Config) => Promise<string[]>, log: Logger) {
+  constructor (configPath: string, apply: (c: Config) => Promise<string[]>, fits: (c: Config) => string[], log: Logger) {
     this.#file = resolve(configPath)
     this.#apply = apply
+    this.#fits = fits
     this.#log = log
     const raw = this.#readToml()
     this.#path = statePathFromRaw(raw, this.#file)
@@ -105,6 +107,9 @@ export class ConfigStore {
         const detail = err.message.split('\n').slice(1).map((l) => l.replace(/^\s*[^:]+: /, '').trim()).join('; ')
         throw new ApiError(400, `validation error: ${detail !== '' ? detail : err.message}`)
       }
+      // validated completely, capacities included, before anything is written: a write the workers cannot take never reaches the disk
+      const over = this.#fits(config)
+      if (over.length > 0) throw new ApiError(400, `validation error: ${over.join('; ')}`)
       writeState(this.#path, next)
       this.#state = next
       let errors: string[]

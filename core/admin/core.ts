@@ -15,6 +15,8 @@ export interface AdminCore {
   readonly slots: SlotRegistry
   readonly log: Logger
   readonly apply: (next: Config) => Promise<string[]>
+  /** problems when `next` does not fit the shared memory's capacities (core/config/capacity.ts); empty = fits */
+  readonly fits: (next: Config) => string[]
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore

@@ -8,7 +8,7 @@ import { hostname } from 'node:os'
 import type { ServiceConf } from '../config/dynamic.js'
 import {
   C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
-  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_SUM,
+  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, serverTimes, sumTimeBlock } from '../shm/request-stats.js'
@@ -92,7 +92,7 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
       : {}
     lines.push(csvLine({
       pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
-      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_HEAD_IN]! + row[T_BYTES_IN]!, bout: row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_HEAD_IN]! + row[T_BYTES_IN]!, bout: row[T_HEAD_OUT]! + row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
       ...sess, req_rate: fs?.req.cur ?? 0, req_rate_max: fs?.req.max ?? 0,
       req_tot: requests, mode: 'http', proto: 'http',
       ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),

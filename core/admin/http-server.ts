@@ -3,6 +3,7 @@
 // { method, path, help, mutates, handler } (envoy admin.cc); GET /help on every
 // listener is generated from the tables, and mutating calls are logged.
 import http from 'node:http'
+import { reportFault } from '../control/faults.js'
 import type { Logger } from '../log.js'
 import type { Authenticator } from './auth.js'
 
@@ -88,13 +89,56 @@ function send (res: http.ServerResponse, a: Answer, head: boolean): void {
   res.end(head ? undefined : body)
 }
 
+function badRequest (message: string): Answer {
+  return { status: 400, json: { code: 400, message } }
+}
+
+/** The request target as a URL, or null when it is not one (an absolute-form target can be invalid). */
+function parseUrl (target: string | undefined): URL | null {
+  try {
+    return new URL(target ?? '/', 'http://x')
+  } catch {
+    return null
+  }
+}
+
+/** The {name} segments of a matched path, percent-decoded; null when an escape is malformed (%E9, %zz). */
+function decodeParams (names: readonly string[], m: RegExpExecArray): Record<string, string> | null {
+  const params: Record<string, string> = {}
+  try {
+    names.forEach((n, i) => { params[n] = decodeURIComponent(m[i + 1]!) })
+  } catch {
+    return null
+  }
+  return params
+}
+
 /** Starts a listener; resolves once it listens (rejects on EADDRINUSE and the like). */
 export function startListener (o: ListenerOptions): Promise<http.Server> {
   const table = o.surfaces.flatMap((s) => s.routes.map((r) => compile(s, r)))
   const help = helpText(o.surfaces)
   const primary = o.surfaces[0]!
   const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x')
+    // no exception of a handler (or of this code) may end the process: answer 500, log, count
+    try {
+      serve(req, res)
+    } catch (err) {
+      failed(req, res, err)
+    }
+  })
+  const failed = (req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void => {
+    reportFault(`${o.name} listener`, err, { method: req.method, path: req.url?.slice(0, 200) })
+    req.resume()
+    if (res.headersSent) res.destroy()
+    else send(res, { status: 500, json: { code: 500, message: 'internal error' } }, req.method === 'HEAD')
+  }
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const url = parseUrl(req.url)
+    if (url === null) {
+      req.resume()
+      send(res, badRequest(`invalid request target ${JSON.stringify(req.url?.slice(0, 200))}`), req.method === 'HEAD')
+      return
+    }
     const method = req.method === 'HEAD' ? 'GET' : req.method ?? 'GET'
     const head = req.method === 'HEAD'
     let user = ''
@@ -120,8 +164,14 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
       if (m === null) continue
       pathMatched ??= c.surface
       if (c.route.method !== method) continue
+      const decoded = decodeParams(c.names, m)
+      if (decoded === null) {
+        req.resume()
+        send(res, badRequest(`malformed percent-encoding in path ${JSON.stringify(url.pathname.slice(0, 200))}`), head)
+        return
+      }
       found = c
-      params = Object.fromEntries(c.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]))
+      params = decoded
       break
     }
     if (found === null) {
@@ -147,11 +197,11 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
         if (route.mutates) o.log.info('admin change', { listener: o.name, method, path: url.pathname + url.search, user, status: a.status })
         send(res, a, head)
       }, (err: Error) => {
-        o.log.error('admin handler failed', { listener: o.name, path: url.pathname, error: err.stack ?? err.message })
+        reportFault(`${o.name} handler`, err, { path: url.pathname })
         send(res, surface.internalError(err), head)
-      })
+      }).catch((err: unknown) => failed(req, res, err))
     })
-  })
+  }
   server.keepAliveTimeout = 5_000
   return new Promise((resolve, reject) => {
     server.once('error', reject)

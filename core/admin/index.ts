@@ -29,7 +29,7 @@ export interface Management {
 export type Base = Omit<AdminContext, 'store' | 'sampler'>
 
 export async function startManagement (base: Base): Promise<Management> {
-  const store = new ConfigStore(base.configPath, base.apply, base.log)
+  const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log)
   const sampler = new Sampler({ ...base, store })
   const ctx: AdminContext = { ...base, store, sampler }
   sampler.start()

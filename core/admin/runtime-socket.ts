@@ -14,6 +14,7 @@ import { dirname } from 'node:path'
 import { lbError } from '../errors.js'
 import { type Output, find, usage } from './commands.js'
 import type { AdminContext } from './context.js'
+import { reportFault } from '../control/faults.js'
 
 const MAX_LINE = 64 * 1024
 /** open connections per server, so closing does not wait for idle interactive sessions */
@@ -132,7 +133,7 @@ class Session {
       if (cmd.mutates) this.#ctx.log.info('runtime socket command', { command: args.join(' ') })
       return await cmd.handler(this.#ctx, args.slice(cmd.words.length))
     } catch (err) {
-      this.#ctx.log.error('runtime command failed', { command: args.join(' '), error: (err as Error).stack ?? String(err) })
+      reportFault('runtime socket command', err, { command: args.join(' ') })
       return [`Internal error: ${(err as Error).message}`]
     }
   }

@@ -26,7 +26,8 @@ export const DEFAULTS = {
   service: {
     balance: 'roundrobin',
     keepalive: 32, // idle upstream connections kept per server per worker
-    retries: 1, // idempotent requests whose connect fails are retried once on another server
+    retries: 1, // a request that fails before any response byte is tried once more on another server (see core/worker/proxy.ts)
+    retryTimeoutMs: 0, // no limit on when the last retry may start (nginx proxy_next_upstream_timeout 0)
   },
   server: {
     weight: 1,

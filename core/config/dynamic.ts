@@ -47,7 +47,10 @@ export interface ServiceConf {
   readonly kind: ServiceKind
   readonly balance: Balance
   readonly keepalive: number
+  /** tries on other servers after the first fails before any response byte (nginx proxy_next_upstream_tries - 1) */
   readonly retries: number
+  /** no new try starts this long (ms) after the first one began; 0 = no limit (nginx proxy_next_upstream_timeout) */
+  readonly retryTimeoutMs: number
   readonly healthCheck: HealthCheckConf
   readonly servers: readonly ServerConf[]
   /** status service: sources allowed to read it (CIDR or addresses) */
@@ -110,7 +113,7 @@ const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', '
 
 function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'retries', 'health_check', 'servers', 'allow'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
   const h = c.table(t.health_check, hp, ['type', 'path', 'interval', 'timeout', 'rise', 'fall', 'status'])
@@ -142,6 +145,7 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     balance: c.oneOf(t, 'balance', p, BALANCES, DEFAULTS.service.balance),
     keepalive: c.int(t, 'keepalive', p, DEFAULTS.service.keepalive, 0, 65_536),
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
+    retryTimeoutMs: c.duration(t, 'retry_timeout', p, DEFAULTS.service.retryTimeoutMs),
     healthCheck,
     servers,
     allow: checkCidrs(c, t, 'allow', p, DEFAULTS.status.allow),

@@ -8,6 +8,7 @@ import { Checker, deepFreeze, resolvePath } from './check.js'
 import { type MiddlewareChecker, type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices, middlewareTypes } from './dynamic.js'
 import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPointServices, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
 import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin, checkDashboard, checkRuntimeSocket } from './admin.js'
+import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
 import type { GenerationConf } from './generation.js'
 
@@ -65,6 +66,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const admin = checkAdmin(c, top.admin, global.stateDir)
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
+  c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
   if (c.problems.length > 0) {
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
@@ -98,11 +100,26 @@ export function parseToml (text: string, file = ''): unknown {
   try {
     return toml.parse(text)
   } catch (err) {
-    const e = err as { message: string, location?: { start?: { line: number, column: number } } }
-    const at = e.location?.start
-    const where = at !== undefined ? ` (line ${at.line}, column ${at.column})` : ''
+    // syntax errors carry location.start; semantic ones (an integer outside the 64-bit range,
+    // nesting deeper than 500) carry line and column on the error itself
+    const e = err as { message: string, location?: { start?: { line: number, column: number } }, line?: number, column?: number }
+    const at = e.location?.start ?? (typeof e.line === 'number' ? { line: e.line, column: e.column ?? 0 } : undefined)
+    const key = at === undefined ? undefined : keyAt(text, at.line)
+    const where = at !== undefined ? ` (line ${at.line}, column ${at.column}${key !== undefined ? `, key ${key}` : ''})` : ''
     throw lbError('LB_ERR_CONFIG_PARSE', { file: file === '' ? '<config>' : file, reason: e.message + where })
   }
+}
+
+/** The dotted key assigned on `line` (1-based), under the last [table] header above it; undefined when the line assigns none. */
+function keyAt (text: string, line: number): string | undefined {
+  const lines = text.split('\n')
+  const key = /^\s*([A-Za-z0-9_."'-]+?)\s*=/.exec(lines[line - 1] ?? '')?.[1]
+  if (key === undefined) return undefined
+  for (let i = line - 2; i >= 0; i--) {
+    const table = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?/.exec(lines[i]!)?.[1]
+    if (table !== undefined) return `${table}.${key}`
+  }
+  return key
 }
 
 export function parseConfig (text: string, file: string, sections: ConfigSections, overlay?: RawOverlay): Config {

@@ -16,6 +16,7 @@ import { DEFAULTS } from './defaults.js'
 import type { ServiceConf } from './dynamic.js'
 import { type TlsConf, checkTls } from './tls.js'
 import { LEVELS, type Level } from '../log.js'
+import { type CapacityLimits, MAX_CAPACITY } from './capacity.js'
 
 export interface GlobalConf {
   readonly workers: number
@@ -39,7 +40,7 @@ export interface TimeoutsConf {
   readonly tunnelMs: number
 }
 
-export interface LimitsConf {
+export interface LimitsConf extends CapacityLimits {
   readonly maxBodyBytes: number
 }
 
@@ -137,8 +138,14 @@ export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
 }
 
 export function checkLimits (c: Checker, raw: unknown): LimitsConf {
-  const t = c.table(raw, 'limits', ['max_body'])
-  return { maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes) }
+  const t = c.table(raw, 'limits', ['max_body', 'services', 'servers', 'routers'])
+  // a capacity: a number, or "auto" (0) to choose from the configuration at start (core/config/capacity.ts)
+  const cap = (key: string): number => {
+    if (t[key] === 'auto' || t[key] === undefined) return 0
+    if (typeof t[key] === 'string') c.problem(join('limits', key), `"auto" or an integer from 1 to ${MAX_CAPACITY}`, t[key])
+    return typeof t[key] === 'string' ? 0 : c.int(t, key, 'limits', 0, 1, MAX_CAPACITY)
+  }
+  return { maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes), services: cap('services'), servers: cap('servers'), routers: cap('routers') }
 }
 
 export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = process.cwd()): EntryPointConf[] {

@@ -19,6 +19,7 @@ import {
 import { checkVerdict, errnoOf } from '../shm/server-why.js'
 import { bumpServiceState } from '../shm/server-state.js'
 import type { SlotRegistry } from './slots.js'
+import { reportFault } from './faults.js'
 
 interface Probe {
   readonly key: string
@@ -92,7 +93,15 @@ export class HealthChecker {
   }
 
   #schedule (p: Probe, delayMs: number): void {
-    p.timer = setTimeout(() => this.#run(p), delayMs)
+    p.timer = setTimeout(() => {
+      try {
+        this.#run(p)
+      } catch (err) {
+        // a bug in one probe must not end the process nor stop checking this server
+        reportFault('health check', err, { server: p.key })
+        if (p.timer === null && this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
+      }
+    }, delayMs)
     p.timer.unref()
   }
 

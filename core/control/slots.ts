@@ -28,11 +28,18 @@ export class SlotRegistry {
     this.#shm = shm
   }
 
-  /** Assigns slots for `config`, frees the slots of what it no longer has; throws when slots run out. */
+  /** Assigns slots for `config`, frees the slots of what it no longer has; throws when slots run out (capacityProblems checks first). */
   apply (config: Config): Slots {
     const i32 = this.#shm.i32
     const services: Record<string, number> = {}
     const servers: Record<string, number> = {}
+    // free what the new config no longer has first: a config that replaces names within capacity must fit
+    const svcNames = new Set(config.services.map((s) => s.name))
+    const srvKeys = new Set(config.services.flatMap((s) => s.servers.map((srv) => `${s.name}/${srv.name}`)))
+    const routerNames = new Set(config.routers.map((r) => r.name))
+    for (const [name, s] of this.#services) if (!svcNames.has(name)) { this.#services.delete(name); this.#freeServices.push(s) }
+    for (const [key, s] of this.#servers) if (!srvKeys.has(key)) { this.#servers.delete(key); this.#configWeight.delete(key); this.#configMaint.delete(key); this.#freeServers.push(s) }
+    for (const [name, s] of this.#routers) if (!routerNames.has(name)) { this.#routers.delete(name); this.#freeRouters.push(s) }
     for (const svc of config.services) {
       let s = this.#services.get(svc.name)
       if (s === undefined) {
@@ -64,8 +71,6 @@ export class SlotRegistry {
       }
       bumpServiceState(i32, s)
     }
-    for (const [name, s] of this.#services) if (!(name in services)) { this.#services.delete(name); this.#freeServices.push(s) }
-    for (const [key, s] of this.#servers) if (!(key in servers)) { this.#servers.delete(key); this.#configWeight.delete(key); this.#configMaint.delete(key); this.#freeServers.push(s) }
     const routers: Record<string, number> = {}
     for (const r of config.routers) {
       let s = this.#routers.get(r.name)
@@ -77,7 +82,6 @@ export class SlotRegistry {
       }
       routers[r.name] = s
     }
-    for (const [name, s] of this.#routers) if (!(name in routers)) { this.#routers.delete(name); this.#freeRouters.push(s) }
     return { services, servers, routers }
   }
 

@@ -13,6 +13,7 @@ const WORKER_URL = new URL('../worker/main.js', import.meta.url)
 const BACKOFF_MIN_MS = 100
 const BACKOFF_MAX_MS = 10_000
 const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
+const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by itself within this is stuck
 
 interface Slot {
   worker: Worker | null
@@ -28,6 +29,8 @@ export class Supervisor {
   #slotMap: Slots
   #generation: number
   #stopping = false
+  /** requests cut at the drain deadline, summed over workers */
+  #cut = 0
   readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
@@ -61,6 +64,9 @@ export class Supervisor {
           case 'fatal':
             this.#log.error('worker failed', { worker: index, error: m.message })
             if (!ready) reject(new Error(m.message))
+            break
+          case 'cut':
+            this.#cut += m.count
             break
           case 'applied':
           case 'rejected':
@@ -121,17 +127,31 @@ export class Supervisor {
     })
   }
 
-  /** Stops accepting and lets in-flight requests finish; kills workers still busy after `timeoutMs`. */
-  async drain (timeoutMs: number): Promise<void> {
+  /**
+   * Stops accepting and lets in-flight requests finish; at `timeoutMs` each
+   * worker cuts what is left and exits by itself (core/worker/main.ts). Resolves
+   * with how many requests were cut. terminate() is only the last resort for a
+   * worker whose loop is stuck: uWS aborts the process when a thread is
+   * terminated with requests open.
+   */
+  async drain (timeoutMs: number): Promise<number> {
     this.#stopping = true
+    this.#cut = 0
     const exits = this.#slots.map((s) => s.worker === null
       ? Promise.resolve()
       : new Promise<void>((resolve) => {
         s.worker!.once('exit', () => resolve())
-        this.#send(s.worker!, { type: 'drain' })
+        this.#send(s.worker!, { type: 'drain', timeoutMs })
       }))
-    const timer = setTimeout(() => { for (const s of this.#slots) void s.worker?.terminate() }, timeoutMs)
+    const timer = setTimeout(() => {
+      for (const s of this.#slots) {
+        if (s.worker === null) continue
+        this.#log.error('worker did not exit after drain_timeout; terminating it', { worker: this.#slots.indexOf(s) })
+        void s.worker.terminate()
+      }
+    }, timeoutMs + STUCK_MS)
     await Promise.all(exits)
     clearTimeout(timer)
+    return this.#cut
   }
 }

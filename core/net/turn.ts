@@ -7,7 +7,8 @@
 // before it has handled its other ready sockets, on a machine whose cores the
 // peers share. Made together at the end of the turn, a peer woken by the first
 // write is merely runnable for the rest. Measured: about 1 µs less kernel time
-// per proxied request, and fewer context switches (bench/RESULTS.md, 2026-11-22 22:00).
+// per proxied request, and fewer context switches (bench/RESULTS.md, "Data
+// plane", "What was tried").
 // The delay is bounded by one turn: microseconds under load.
 
 export interface AtTurnEnd {

@@ -36,19 +36,34 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 5
+export const LAYOUT_VERSION = 6
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
-export const MAX_SERVERS = 1024
-export const MAX_SERVICES = 256
-export const MAX_ROUTERS = 256
+/**
+ * How many services, servers and routers the shared memory has room for,
+ * chosen once at start from the configuration ([limits], core/config/capacity.ts)
+ * and fixed for the life of the process: the regions below are sized by them.
+ */
+export interface Capacities {
+  readonly services: number
+  readonly servers: number
+  readonly routers: number
+}
+
+// The capacities and the offsets that follow from them are module bindings,
+// set by createShm (control plane) or attachShm (each worker, from the header)
+// before anything reads them; `let` exports are live, so every importer sees
+// the values set here. Defaults: the floor of `limits.* = "auto"`.
+export let MAX_SERVERS = 1024
+export let MAX_SERVICES = 256
+export let MAX_ROUTERS = 256
 export const MAX_ENTRYPOINTS = 16
 
 // header words (i32)
 export const H_MAGIC = 0
 export const H_VERSION = 1
 export const H_WORKERS = 2
-// word 3: unused
+export const H_FAULTS = 3 // control-plane exceptions caught and carried on from (core/control/faults.ts)
 // client connections open now, all workers: +1 when one opens, -1 when it closes (Atomics;
 // core/worker/connections.ts), so a new one sees the exact count for global.max_connections
 export const H_CONN_ACTIVE = 4
@@ -57,6 +72,9 @@ export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control pl
 export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
 export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before any)
 export const H_LAST_RELOAD_SEC = 9 // unix seconds of the last reload attempt (0 = none)
+export const H_CAP_SERVICES = 10 // Capacities, written by createShm, read by attachShm
+export const H_CAP_SERVERS = 11
+export const H_CAP_ROUTERS = 12
 export const HEADER_WORDS = 16
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
@@ -113,9 +131,9 @@ export const RATE_SETS = 12_800
 export const RATE_ENTRIES = RATE_SETS * RATE_WAYS
 
 export const SERVERS_BASE = HEADER_WORDS
-export const SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
-export const RATE_BASE = SERVICES_BASE + MAX_SERVICES * SVC_WORDS // a multiple of 16 words: sets start on cache lines
-export const I32_WORDS = RATE_BASE + RATE_SETS * RATE_SET_WORDS
+export let SERVICES_BASE = 0
+export let RATE_BASE = 0 // a multiple of 16 words: sets start on cache lines
+export let I32_WORDS = 0
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
@@ -123,7 +141,7 @@ export const G_ACCEPTS = 1 // client connections accepted, refused ones included
 export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
 export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
 export const G_BYTES_IN = 4
-export const G_BYTES_OUT = 5
+export const G_BYTES_OUT = 5 // response bodies, heads and chunk framing written to clients (show info TotalBytesOut)
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11
 export const G_REFUSED = 12 // connections closed at once because global.max_connections were open (accepts - handled)
@@ -188,11 +206,38 @@ export const T_BYTES_OUT = T_SUM + 2
 // bytes of request heads as received (T_BYTES_IN counts bodies, as Traefik's
 // requests_bytes_total): with it, `show stat` bin is what crossed the socket
 export const T_HEAD_IN = T_SUM + 3
-export const TIME_BLOCK = 16
+// bytes lb wrote to clients beyond the bodies of counted requests (response
+// heads as written, chunk framing, health-location answers), entry point rows
+// only: with it, `show stat` bout is what crossed the socket
+export const T_HEAD_OUT = T_SUM + 4
+export const TIME_BLOCK = 17
 
-export const REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS // entry points first, then routers
-export const TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
-export const STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
+export let REQ_ROWS_BASE = 0 // entry points first, then routers
+export let TIME_BLOCKS_BASE = 0
+export let STRIPE_WORDS = 0
+
+export const DEFAULT_CAPACITIES: Capacities = { services: 256, servers: 1024, routers: 256 }
+
+/** Sizes the regions for `caps` (see the `let` bindings above). */
+function setCapacities (caps: Capacities): void {
+  MAX_SERVICES = caps.services
+  MAX_SERVERS = caps.servers
+  MAX_ROUTERS = caps.routers
+  SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
+  RATE_BASE = Math.ceil((SERVICES_BASE + MAX_SERVICES * SVC_WORDS) / 16) * 16
+  I32_WORDS = RATE_BASE + RATE_SETS * RATE_SET_WORDS
+  REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
+  TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
+  STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
+}
+setCapacities(DEFAULT_CAPACITIES)
+
+/** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
+export function shmBytes (caps: Capacities, workers: number): number {
+  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS
+  const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
+  return i32 * 4 + (workers + 1) * stripe * 8
+}
 
 export interface Shm {
   readonly buffer: SharedArrayBuffer
@@ -206,10 +251,15 @@ function f64Offset (): number {
   return Math.ceil((I32_WORDS * 4) / 8) * 8
 }
 
-/** Allocates and initialises the shared memory for `workers` data-plane workers. */
-export function createShm (workers: number): Shm {
+/** Allocates and initialises the shared memory for `workers` data-plane workers (one per process: it sizes the layout). */
+export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES): Shm {
+  setCapacities(caps)
   const stripes = workers + 1
   const buffer = new SharedArrayBuffer(f64Offset() + stripes * STRIPE_WORDS * 8)
+  const i32 = new Int32Array(buffer, 0, HEADER_WORDS)
+  i32[H_CAP_SERVICES] = caps.services
+  i32[H_CAP_SERVERS] = caps.servers
+  i32[H_CAP_ROUTERS] = caps.routers
   const shm = attachShm(buffer, workers)
   shm.i32[H_MAGIC] = MAGIC
   shm.i32[H_VERSION] = LAYOUT_VERSION
@@ -218,8 +268,15 @@ export function createShm (workers: number): Shm {
   return shm
 }
 
-/** Wraps an existing buffer (in a worker); checks that both sides agree on the layout. */
+/** The capacities a buffer was laid out for. */
+export function shmCapacities (shm: Shm): Capacities {
+  return { services: shm.i32[H_CAP_SERVICES]!, servers: shm.i32[H_CAP_SERVERS]!, routers: shm.i32[H_CAP_ROUTERS]! }
+}
+
+/** Wraps an existing buffer (in a worker: sizes this thread's layout from its header); checks that both sides agree on the layout. */
 export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
+  const header = new Int32Array(buffer, 0, HEADER_WORDS)
+  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! })
   const i32 = new Int32Array(buffer, 0, I32_WORDS)
   const f64 = new Float64Array(buffer, f64Offset())
   if (i32[H_MAGIC] !== 0 && (i32[H_MAGIC] !== MAGIC || i32[H_VERSION] !== LAYOUT_VERSION)) {

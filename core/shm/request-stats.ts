@@ -3,7 +3,7 @@
 // calling worker's own stripe; the read side sums stripes at scrape time.
 import {
   type Shm, C_CT_SUM, C_RT_SUM, C_TIMED, C_TT_SUM, GLOBAL_COUNTERS, SRV_COUNTERS, TIME_SAMPLES, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_METHODS, REQ_ROW,
-  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_SUM,
+  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM, G_BYTES_OUT,
 } from './layout.js'
 
 const NC = REQ_CODES.length
@@ -148,4 +148,15 @@ export function recordHeadIn (f64: Float64Array, stripeBase: number, ep: number,
   let n = method.length + path.length + (query === '' ? 0 : query.length + 1) + 14
   for (let i = 0; i < headers.length; i += 2) n += headers[i]!.length + headers[i + 1]!.length + 4
   f64[stripeBase + TIME_BLOCKS_BASE + epRow(ep) * TIME_BLOCK + T_HEAD_IN]! += n
+}
+
+/**
+ * Counts bytes sent to the clients of entry point `ep` outside the bodies of
+ * counted requests (T_HEAD_OUT and G_BYTES_OUT): response heads as written,
+ * chunk framing, the answers of the entry point's health location.
+ */
+export function recordSent (f64: Float64Array, stripeBase: number, ep: number, n: number): void {
+  if (ep < 0 || ep >= MAX_ENTRYPOINTS) return
+  f64[stripeBase + G_BYTES_OUT]! += n
+  f64[stripeBase + TIME_BLOCKS_BASE + epRow(ep) * TIME_BLOCK + T_HEAD_OUT]! += n
 }

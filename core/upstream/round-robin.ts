@@ -1,8 +1,15 @@
 // Smooth weighted round robin (nginx's algorithm) shared by all workers without
-// a lock: the smooth sequence for the current weights is computed once per
-// weight change (length = sum of weights / gcd), and every pick takes the next
-// position from one shared atomic cursor. Servers that cannot take traffic are
-// skipped by moving on in the sequence, so their share spreads over the others.
+// a lock. The smooth sequence is computed over the servers that can take
+// traffic now (length = sum of their weights / gcd), and every pick takes the
+// next position from one shared atomic cursor. When a server goes down or comes
+// back the sequence is rebuilt over the usable ones, so the others keep shares
+// in proportion to their weights (skipping a down server's positions instead
+// would hand all of its share to the server after it in the sequence). Every
+// worker builds the same sequence from the same shared state, so with the one
+// cursor the shares are exact across workers.
+//
+// Usability is read for every server on every pick (O(n), as nginx's pick): a
+// passive mark-down ends by time, with no version bump to announce it.
 import { type Balancer, type BalancerServer } from './balance.js'
 import { V_CURSOR, serviceBase } from '../shm/layout.js'
 import { isUsable, serviceStateVersion, weight } from '../shm/server-state.js'
@@ -12,6 +19,8 @@ export class RoundRobin implements Balancer {
   readonly #serviceSlot: number
   readonly #cursor: number
   readonly #servers: readonly BalancerServer[]
+  /** 1 where the server was usable when #seq was built */
+  readonly #usable: Uint8Array
   #seq: Int32Array = new Int32Array(0)
   #version = -1
 
@@ -20,25 +29,37 @@ export class RoundRobin implements Balancer {
     this.#serviceSlot = serviceSlot
     this.#cursor = serviceBase(serviceSlot) + V_CURSOR
     this.#servers = servers
+    this.#usable = new Uint8Array(servers.length)
   }
 
   pick (now: number, _clientHash: number, exclude: number): number {
-    const version = serviceStateVersion(this.#i32, this.#serviceSlot)
-    if (version !== this.#version) this.#rebuild(version)
+    const i32 = this.#i32
+    const servers = this.#servers
+    const usable = this.#usable
+    const version = serviceStateVersion(i32, this.#serviceSlot)
+    let changed = version !== this.#version
+    for (let i = 0; i < servers.length; i++) {
+      const u = isUsable(i32, servers[i]!.slot, now) ? 1 : 0
+      if (usable[i] !== u) {
+        usable[i] = u
+        changed = true
+      }
+    }
+    if (changed) this.#rebuild(version)
     const seq = this.#seq
     const len = seq.length
     if (len === 0) return -1
-    const n = Atomics.add(this.#i32, this.#cursor, 1) >>> 0
+    const n = Atomics.add(i32, this.#cursor, 1) >>> 0
     for (let k = 0; k < len; k++) {
       const idx = seq[(n + k) % len]!
-      if (idx !== exclude && isUsable(this.#i32, this.#servers[idx]!.slot, now)) return idx
+      if (idx !== exclude) return idx
     }
     return -1
   }
 
   #rebuild (version: number): void {
     this.#version = version
-    this.#seq = smoothSequence(this.#servers.map((s) => weight(this.#i32, s.slot)))
+    this.#seq = smoothSequence(this.#servers.map((s, i) => (this.#usable[i] === 1 ? weight(this.#i32, s.slot) : 0)))
   }
 }
 

@@ -48,6 +48,7 @@ export class AccessLog {
       router: ctx.router,
       service: ctx.service,
       server: ctx.server,
+      retries: ctx.retries === 0 ? undefined : ctx.retries,
       user: ctx.user === '' ? undefined : ctx.user,
     })
   }

@@ -36,6 +36,8 @@ export class Ctx {
   router = ''
   service = ''
   server = ''
+  /** tries on another server after a failure (core/worker/proxy.ts) */
+  retries = 0
   /** status sent to the client (0 until sent) */
   status = 0
   bytesIn = 0

@@ -13,7 +13,7 @@ import {
 } from '../shm/layout.js'
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
-import { recordHeadIn, recordRequest } from '../shm/request-stats.js'
+import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
 import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
@@ -164,7 +164,9 @@ export class DataPlane implements ExchangeHost {
     if (typeof path === 'string') ctx.path = path
     const health = this.#health[ctx.epSlot]
     if (fault === null && health !== undefined && health !== '' && path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
-      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off")
+      // the entry point's own health path, before routing; not counted or logged (nginx "access_log off"),
+      // but its bytes crossed the socket: its body joins its head in bout and TotalBytesOut
+      recordSent(this.stripe.f64, this.stripe.base, ctx.epSlot, client.bodyBytes(HEALTH_BODY))
       client.send(200, TEXT, HEALTH_BODY)
       return
     }

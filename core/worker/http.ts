@@ -92,12 +92,50 @@ const EMPTY: readonly string[] = []
  * a bare CR or LF, so none reaches a redirect's Location: test/plugins/redirect-scheme.test.ts);
  * a line break would be header injection with writeHeader too.
  */
-function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean, length = -1): void {
+function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean, length = -1): number {
   let head = statusLine(status, reason)
   for (let i = 0; i < headers.length; i += 2) head += '\r\n' + headers[i]! + ': ' + headers[i + 1]!
   if (length >= 0) head += '\r\ncontent-length: ' + length
   if (close) head += '\r\nconnection: close'
   res.writeStatus(head)
+  return head.length + UWS_HEAD
+}
+
+// What uWS 20.57 writes of a response beyond lb's head string and the body,
+// in bytes, as captured on a raw socket (test/admin/bytes-out.test.ts checks
+// the sum): writeHead's head is the text of a status line and header lines.
+// Its size is its .length: header text is ASCII but for rare values (an
+// upstream's non-ASCII value is sent as UTF-8, one byte more per such
+// character, not counted; measuring UTF-8 costs ~100 ns a head).
+/** "HTTP/1.1 " + head + CRLF, "Date: <IMF-fixdate, 29 chars>\r\n", "uWebSockets: 20\r\n" */
+const UWS_HEAD = 9 + 2 + 37 + 17
+/** "Connection: close\r\n": end(…, true) and endWithoutBody(n, true) write it unless the request asked for the close */
+const UWS_CLOSE = 19
+/** "\r\n" ending the head of endWithoutBody() */
+const UWS_NO_LENGTH = 2
+/** "Transfer-Encoding: chunked\r\n\r\n", before the first write() */
+const UWS_CHUNKED = 30
+/** "0\r\n\r\n": end() after write() */
+const UWS_LAST_CHUNK = 5
+
+/** "Content-Length: n\r\n\r\n": end(body), tryEnd, endWithoutBody(n) and an end() with nothing written */
+function uwsLength (n: number): number {
+  let digits = 1
+  while (n >= 10) { n = Math.floor(n / 10); digits++ }
+  return 20 + digits
+}
+
+/** "<hex size>\r\n" + CRLF around a chunk of n > 0 bytes written with write() (nothing for n = 0) */
+function uwsChunk (n: number): number {
+  if (n === 0) return 0
+  let digits = 1
+  while (n >= 16) { n = Math.floor(n / 16); digits++ }
+  return digits + 4
+}
+
+/** Counts the bytes written to one entry point's clients beyond bodies (core/worker/sent-bytes.ts). */
+export interface SentCounter {
+  add (bytes: number): void
 }
 
 /**
@@ -140,9 +178,14 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
   readonly #headRequest: boolean
   /** the request said Connection: close */
   readonly #asksClose: boolean
+  readonly #sent: SentCounter | null
+  /** uWS wrote the head's framing line (Transfer-Encoding or Content-Length) */
+  #framed = false
 
-  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, asksClose: boolean, wsContext: us_socket_context_t | null = null) {
+  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, asksClose: boolean, sent: SentCounter | null,
+    wsContext: us_socket_context_t | null = null) {
     this.#res = res
+    this.#sent = sent
     this.#headRequest = headRequest
     this.#asksClose = asksClose
     this.#wsContext = wsContext
@@ -218,9 +261,13 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
       this.#flushHead()
       const view = buf.subarray(start, end)
       if (this.#total < 0) {
+        this.#count((this.#framed ? 0 : UWS_CHUNKED) + uwsChunk(view.length))
+        this.#framed = true
         ok = res.write(view)
         return
       }
+      if (!this.#framed) this.#count(uwsLength(this.#total))
+      this.#framed = true
       const offset = res.getWriteOffset()
       const [sent, done] = res.tryEnd(view, this.#total)
       if (done) this.#ended = true
@@ -257,6 +304,7 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
   #writeWhole (body: Buffer): void {
     this.#res.cork(() => {
       this.#flushHead()
+      this.#count(uwsLength(body.length))
       this.#res.end(body)
     })
   }
@@ -265,9 +313,14 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
   #flushHead (): boolean {
     if (!this.#hasHead) return false
     this.#hasHead = false
-    writeHead(this.#res, this.#status, this.#reason, this.#headers, this.#asksClose)
+    this.#count(writeHead(this.#res, this.#status, this.#reason, this.#headers, this.#asksClose))
     this.#headers = EMPTY
     return true
+  }
+
+  /** Bytes about to be written beyond the body; called before the write, inside the cork. */
+  #count (bytes: number): void {
+    if (this.#sent !== null) this.#sent.add(bytes)
   }
 
   #watchWritable (): void {
@@ -314,12 +367,14 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
         // server's if any, a 204 none (head() was given -1; RFC 9110 §8.6, §15.4.5). The length goes in
         // the head: this build's endWithoutBody(n) closes a keep-alive connection when n > 0.
         this.#hasHead = false
-        writeHead(res, this.#status, this.#reason, this.#headers, this.#asksClose, this.#total)
+        this.#count(writeHead(res, this.#status, this.#reason, this.#headers, this.#asksClose, this.#total) + UWS_NO_LENGTH)
         this.#headers = EMPTY
         res.endWithoutBody()
         return
       }
       this.#flushHead()
+      // after write(): the last chunk; with nothing written: "Content-Length: 0"; after tryEnd: nothing more
+      if (this.#total < 0 || !this.#framed) this.#count(this.#framed ? UWS_LAST_CHUNK : uwsLength(0))
       res.end()
     })
   }
@@ -344,12 +399,13 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
     this.#res.cork(() => {
       if (this.#headRequest && !close) {
         // the length in the head, not endWithoutBody(n): see end()
-        writeHead(this.#res, status, '', headers, this.#asksClose, Buffer.byteLength(body))
+        this.#count(writeHead(this.#res, status, '', headers, this.#asksClose, Buffer.byteLength(body)) + UWS_NO_LENGTH)
         this.#res.endWithoutBody()
         return
       }
       // `close` makes uWS write "Connection: close" itself, unless the client asked for the close
-      writeHead(this.#res, status, '', headers, this.#asksClose)
+      const head = writeHead(this.#res, status, '', headers, this.#asksClose) + (close && !this.#asksClose ? UWS_CLOSE : 0)
+      this.#count(head + uwsLength(Buffer.byteLength(body)))
       if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
       else this.#res.end(body, close)
     })
@@ -495,9 +551,11 @@ export interface ListenOptions {
   readonly wsMaxMessage: number
   /** counts this app's connections and enforces global.max_connections; null = not counted */
   readonly conns: Connections | null
+  /** counts response heads and chunk framing sent to this entry point's clients; null = not counted */
+  readonly sent: SentCounter | null
 }
 
-export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null })
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null, sent: null })
 
 /** Set by readRequest: the request it just read said Connection: close (read right after, no allocation). */
 let asksClose = false
@@ -597,6 +655,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   apps.push(app)
   const proxied = opts.proxied
   const conns = opts.conns
+  const sent = opts.sent
   if (conns !== null) {
     // +1 when a connection opens, -1 when it closes, except after an upgrade: a
     // WebSocket's close comes to the ws close handler below instead
@@ -607,7 +666,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose))
+    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose, sent))
   })
   if (opts.wsMaxMessage > 0) {
     app.ws<WsUserData>('/*', {
@@ -620,7 +679,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         const ctx = readRequest(req, res, entrypoint, proto, proxied)
         // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, ws))
+        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, sent, ws))
       },
       open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),

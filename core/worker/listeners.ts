@@ -34,6 +34,7 @@ import type { Logger } from '../log.js'
 import type { WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Connections } from './connections.js'
+import { SentBytes } from './sent-bytes.js'
 import type { DataPlane } from './dataplane.js'
 import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
@@ -87,6 +88,11 @@ export class EntryPoints {
     this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
   }
 
+  /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
+  #sent (ep: number): SentBytes {
+    return new SentBytes(this.#shm, this.#worker, ep)
+  }
+
   /** Unix socket on which `worker` takes the connections of mTLS entry point number `ep`. */
   socketPath (ep: number, worker: number): string {
     return join(this.#stateDir, `mtls-${ep}-${worker}.sock`)
@@ -99,7 +105,7 @@ export class EntryPoints {
       const path = this.socketPath(i, this.#worker)
       if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
       rmSync(path, { force: true }) // left by a previous run of this worker
-      const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns })
+      const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(i) })
       if (l === null) throw lbError('LB_ERR_LISTEN', { address: `unix:${path}`, entrypoint: ep.name })
       // whoever can connect here skips the client-certificate check and names its own client address
       // (PROXY header): owner only, whatever the umask
@@ -151,7 +157,7 @@ export class EntryPoints {
     let l: Listener | null
     try {
       l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
-        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns })
+        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
     } catch (err) {
       throw tlsError(ep, err) // uWS: "App construction failed"
     }

@@ -15,6 +15,8 @@ import { loadPluginModules } from '../../plugins/index.js'
 import { retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws } from './http.js'
 import { EntryPoints } from './listeners.js'
+import { cutExchanges } from './proxy.js'
+import { openSessions } from './tcp-proxy.js'
 
 const data = workerData as WorkerData
 const port = parentPort!
@@ -72,13 +74,25 @@ async function main (): Promise<void> {
       case 'drain': {
         entrypoints.unlisten()
         const writing = stripeBase(data.index) + G_WRITING
-        const poll = setInterval(() => {
-          if (shm.f64[writing]! > 0 || entrypoints.busy()) return
+        const exit = (): void => {
           clearInterval(poll)
           retireMiddlewares(dp.middlewares, log)
           accessLog.close()
-          process.exit(0)
+          process.exit(0) // closes uWS first (the 'exit' handler): every client socket still open is closed
+        }
+        const poll = setInterval(() => {
+          if (shm.f64[writing]! > 0 || entrypoints.busy()) return
+          exit()
         }, DRAIN_POLL_MS)
+        // At the deadline every request still open is answered (503 + Connection: close, or its
+        // connection closed when the head is out) and its upstream connection closed, then the
+        // thread exits by itself: never terminate() a thread with uWS requests open (uWS aborts the process).
+        setTimeout(() => {
+          const count = cutExchanges() + openSessions()
+          for (const pool of pools.values()) pool.close()
+          post({ type: 'cut', index: data.index, count })
+          setTimeout(exit, DRAIN_POLL_MS) // the answers are written; give the loop a turn to flush them
+        }, msg.timeoutMs).unref()
         break
       }
       default: {

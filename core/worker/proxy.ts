@@ -35,6 +35,16 @@ function isHop (k: string): boolean {
     default: return false
   }
 }
+/** Exchanges in progress in this thread: what the drain deadline has to cut (cutExchanges). */
+const live = new Set<ProxyExchange>()
+
+/** Cuts every exchange in progress (the drain deadline passed); returns how many. */
+export function cutExchanges (): number {
+  const n = live.size
+  for (const ex of [...live]) ex.cut()
+  return n
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
@@ -51,6 +61,10 @@ export class ProxyExchange implements Exchange {
   #head = ''
   /** body chunks (copies) received before the upstream connection was ready */
   #queued: Buffer[] | null = null
+  /** the whole body, when it had arrived before the connection was ready: kept to replay it on a retry */
+  #replay: Buffer[] | null = null
+  /** tick when the first try began (retry_timeout) */
+  #firstTry = 0
   #bodyDone: boolean
   #attempts = 0
   #responded = false
@@ -79,6 +93,7 @@ export class ProxyExchange implements Exchange {
   }
 
   start (): void {
+    live.add(this)
     const client = this.#client
     client.onAbort(() => this.#clientAborted())
     if (this.#reading) {
@@ -86,6 +101,7 @@ export class ProxyExchange implements Exchange {
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
     this.#head = this.#buildHead()
+    this.#firstTry = now()
     this.#connect(-1)
   }
 
@@ -108,6 +124,7 @@ export class ProxyExchange implements Exchange {
     this.#serverIdx = idx
     this.#ctx.server = server.conf.name
     this.#attempts++
+    this.requestComplete = false
     this.#pickedAt = performance.now()
     this.#connectedAt = 0
     this.#conn = server.pool.acquire(this, this.#ctx.method === 'HEAD')
@@ -124,6 +141,8 @@ export class ProxyExchange implements Exchange {
     }
     conn.write(this.#head)
     this.#queued = null
+    // a body held whole before the connection was ready can be sent again on a retry; one streamed from now on cannot
+    this.#replay = this.#bodyDone ? q : null
     if (q !== null) for (const chunk of q) this.#writeBody(conn, chunk)
     if (this.#bodyDone) this.#requestSent(conn)
     else conn.deadline = now() + this.#dp.conf.timeouts.clientMs
@@ -301,19 +320,42 @@ export class ProxyExchange implements Exchange {
     const reported: ErrorCode = connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code
     const staleKeepAlive = !connectPhase && conn.uses > 1 && conn.parser.bytes === 0 && code === 'LB_ERR_UPSTREAM_RESET'
     dp.failServer(this.#svc, server, connectPhase, !staleKeepAlive)
+    // what can be sent again: nothing was sent (connect failed: the held body is whole so far and
+    // the rest is still to come), or an idempotent request whose body, if any, is held whole
+    const replayable = !this.#responded && code !== 'LB_ERR_UPSTREAM_PROTOCOL' && (connectPhase ||
+      (conn.parser.bytes === 0 && IDEMPOTENT.has(this.#ctx.method) && (this.#ctx.contentLength === 0 || this.#replay !== null)))
     this.#release()
-    const replayable = IDEMPOTENT.has(this.#ctx.method) && !this.#responded && (this.#ctx.contentLength === 0 || (connectPhase && this.#queued !== null && this.#bodyDone))
-    if (replayable && staleKeepAlive && this.#attempts <= this.#svc.conf.retries + 1) {
-      // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a fresh one
-      this.#connect(-1, reported)
-      return
-    }
-    if (replayable && connectPhase && this.#attempts <= this.#svc.conf.retries) {
-      dp.stripe.addServer(server.slot, C_RETRIES)
-      this.#connect(this.#serverIdx, reported)
-      return
+    if (replayable) {
+      if (!connectPhase) this.#queued = this.#replay
+      if (staleKeepAlive) {
+        // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a
+        // fresh connection (uses = 1, so this happens once per try). Not a try of its own: when the server
+        // has just died, the fresh connect fails next and must still have its retry on another server.
+        this.#attempts--
+        this.#connect(-1, reported)
+        return
+      }
+      const limit = this.#svc.conf.retryTimeoutMs
+      if (this.#attempts <= this.#svc.conf.retries && (limit === 0 || ((now() - this.#firstTry) | 0) < limit)) {
+        dp.stripe.addServer(server.slot, C_RETRIES)
+        this.#ctx.retries++
+        this.#connect(this.#serverIdx, reported)
+        return
+      }
     }
     this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
+  }
+
+  /**
+   * lb is stopping and the drain deadline passed: the upstream connection is
+   * closed, and the client gets a 503 with Connection: close, or, when the
+   * response head is already out, its connection closed.
+   */
+  cut (): void {
+    if (this.#finished) return
+    const conn = this.#conn
+    if (conn !== null && conn.exchange === this) conn.destroy()
+    this.#fail('LB_ERR_SHUTDOWN', {}, true)
   }
 
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
@@ -360,6 +402,7 @@ export class ProxyExchange implements Exchange {
   #end (): boolean {
     if (this.#finished) return false
     this.#finished = true
+    live.delete(this)
     if (this.#transform !== null) this.#transform.destroy() // no-op after its end; frees zlib memory on an abort
     this.#endReading()
     this.#release()

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert'
 import { test } from 'node:test'
 import { ADMIN_MAINT, C_INFLIGHT, S_ADMIN, createShm, serverBase } from '../../core/shm/layout.js'
 import { Stripe } from '../../core/shm/counters.js'
-import { isUsable } from '../../core/shm/server-state.js'
+import { isUsable, recordFailure } from '../../core/shm/server-state.js'
 import { createBalancer, hash32 } from '../../core/upstream/balancer.js'
 import { smoothSequence } from '../../core/upstream/round-robin.js'
 import { SlotRegistry } from '../../core/control/slots.js'
@@ -73,4 +73,35 @@ test('servers that are down, drained or weight 0 are skipped', () => {
   assert.equal(isUsable(shm.i32, group[0]!.slot, t), false)
   for (let i = 0; i < 10; i++) assert.equal(a.pick(t, 0, -1), 1)
   assert.equal(a.pick(t, 0, 1), -1)
+})
+
+/** Picks `n` times, alternating irregularly between the two workers' balancers; counts per server. */
+function shares (a: ReturnType<typeof setup>['a'], b: ReturnType<typeof setup>['b'], n: number, t: number): number[] {
+  const picks: number[] = []
+  for (let i = 0; i < n; i++) {
+    const idx = ((i * 7) % 5 < 2 ? a : b).pick(t, 0, -1)
+    picks[idx] = (picks[idx] ?? 0) + 1
+  }
+  return picks
+}
+
+test('a server down spreads its share over the others in proportion to their weights, exactly across two workers', () => {
+  const t = Date.now() | 0
+  // 3 equal servers, one out (maintenance): the other two 50/50 (the old skip gave 2/3 to the next one)
+  const eq = setup([1, 1, 1])
+  eq.shm.i32[serverBase(eq.group[0]!.slot) + S_ADMIN] = ADMIN_MAINT
+  const p = shares(eq.a, eq.b, 10_000, t)
+  assert.equal(p[0], undefined)
+  assert.ok(Math.abs(p[1]! - 5_000) <= 1 && Math.abs(p[2]! - 5_000) <= 1, `shares ${p}`)
+  // weights 3:2:1, the first passively marked down (a time-limited mark, no admin change): 2:1
+  const w = setup([3, 2, 1])
+  const svc = 0
+  for (let i = 0; i < 3; i++) recordFailure(w.shm.i32, w.group[0]!.slot, svc, t, 1, 60_000)
+  const q = shares(w.a, w.b, 10_000, t)
+  assert.equal(q[0], undefined)
+  assert.ok(Math.abs(q[1]! / q[2]! - 2) < 0.02 * 2, `shares ${q}`)
+  // it comes back when the mark ends: 3:2:1 again
+  const later = (t + 61_000) | 0
+  const r = shares(w.a, w.b, 6_000, later)
+  assert.deepEqual(r, [3_000, 2_000, 1_000])
 })

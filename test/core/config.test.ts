@@ -113,3 +113,11 @@ test('rules: precedence of && over ||, parentheses, several values', () => {
   assert.throws(() => parseRule('PathPrefix(`api`)'), /must start with "\/"/)
   assert.throws(() => parseRule('Path(`/a`'), /expected "," or "\)"/)
 })
+
+test('an integer outside the 64-bit range and nesting deeper than 500 name their line and key', () => {
+  assert.match(problems('[global]\nworkers = 2\n\n[limits]\nmax_body = 99999999999999999999\n'),
+    /TOML syntax error: Integer literal is outside the 64-bit signed integer range.* \(line 5, column \d+, key limits\.max_body\)/)
+  assert.match(problems(`[global]\nlog_level = "info"\n[middlewares.m]\ntype = "headers"\ndeep = ${'['.repeat(600)}${']'.repeat(600)}\n`),
+    /TOML syntax error: Maximum nesting depth of 500 exceeded.* \(line 5, column \d+, key middlewares\.m\.deep\)/)
+  assert.match(problems(`x = ${'{a = '.repeat(600)}1${'}'.repeat(600)}\n`), /Maximum nesting depth of 500 exceeded.* \(line 1, column \d+, key x\)/)
+})

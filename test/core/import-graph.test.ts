@@ -74,7 +74,8 @@ function forbidden (from: string, to: string): string {
   if ((a === 'admin' || a === 'gen') && b === 'worker') return `${a} runs in the control plane: it does not import the data plane`
   if (a === 'upstream' && ['worker', 'admin', 'gen', 'control'].includes(b)) return `upstream sits below ${b}`
   if (a === 'shm' && !(b === 'shm' || b === 'config' || LEAVES.has(to))) return 'shared memory imports only the config types and the leaf modules'
-  if (a === 'config' && !(b === 'config' || b === 'net' || b === 'auth' || LEAVES.has(to))) return `the config layer is handed what ${b} checks, it does not import it`
+  // core/config/capacity.ts checks a config against the shared memory's fixed sizes (core/shm/layout.ts)
+  if (a === 'config' && !(b === 'config' || b === 'net' || b === 'auth' || to === 'core/shm/layout' || LEAVES.has(to))) return `the config layer is handed what ${b} checks, it does not import it`
   return ''
 }
 

@@ -2,14 +2,14 @@
 // values (see README "Fuzzing" for where each limit is tested): a body of
 // exactly max_body (100M) is forwarded whole and one byte more is refused
 // with 413 before anything is forwarded; an idle client keep-alive connection
-// is closed by this uWS build after about 10 s (its fixed idle time-out, which
-// stands in for the seed's 65 s: it cannot be configured).
+// stays usable for its first seconds. uWebSockets.js 20.57 closes it after
+// about 30 s, fixed (shown in slow-header.test.ts), where the seed asks 65 s.
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
-import { request, simpleConfig, startBackend, startLb } from '../helpers.js'
+import { simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
 
 const MAX_BODY = 100 * 1024 * 1024
 
@@ -38,21 +38,20 @@ test('max_body at its default (100M): exactly 100M is forwarded whole, one byte 
   assert.equal(b.requests.filter((r) => r.url === '/over').length, 0)
 })
 
-test('an idle client keep-alive connection is closed after about 10 s (the fixed uWS idle time-out), not before 5 s', async (t) => {
+test('an idle client keep-alive connection stays open and usable for 5 s (uWS closes it after 25-40 s: slow-header.test.ts)', async (t) => {
   const b = await startBackend('b')
   const lb = await startLb(simpleConfig([b.address]))
   t.after(async () => { await lb.stop(); await b.close(); rmSync(lb.dir, { recursive: true, force: true }) })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   t.after(() => agent.destroy())
-  assert.equal((await request(`${lb.url}/a`, { agent })).status, 200)
-  const sock = await new Promise<net.Socket>((resolve) => {
-    const req = http.get(`${lb.url}/b`, { agent }, (r) => { r.resume(); r.on('end', () => resolve(req.socket!)) })
+  const get = (path: string): Promise<net.Socket> => new Promise((resolve) => {
+    const req = http.get(`${lb.url}${path}`, { agent }, (r) => { r.resume(); r.on('end', () => resolve(req.socket!)) })
   })
-  const idleFrom = Date.now()
-  const closedAfter = await new Promise<number>((resolve) => {
-    sock.once('close', () => resolve(Date.now() - idleFrom))
-    setTimeout(() => resolve(-1), 20_000)
-  })
-  assert.ok(closedAfter >= 5000 && closedAfter <= 15_000, `idle keep-alive connection closed after ${closedAfter} ms`)
-  assert.equal(b.requests.length, 2)
+  const sock = await get('/a')
+  let closed = false
+  sock.once('close', () => { closed = true })
+  await sleep(5_000)
+  assert.equal(closed, false, 'an idle keep-alive connection was closed within 5 s')
+  assert.equal(await get('/b'), sock, 'the next request reuses the idle connection')
+  assert.deepEqual(b.requests.map((r) => r.url), ['/a', '/b'])
 })

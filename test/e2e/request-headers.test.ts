@@ -63,7 +63,8 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
   })
 
   test('two Host or two Authorization headers: 400 and close', async () => {
-    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Host header\n$/)
+    // uWS 20.57 answers two Host lines itself (400, no body) before lb sees them; lb's own check stays for any build that does not
+    await refused(fresh(), 'host: b\r\ncontent-length: 0\r\n\r\n', 400, /^(bad request: more than one Host header\n)?$/)
     await refused(fresh(), 'authorization: Basic a\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: more than one Authorization header\n$/)
     // also where basicAuth would check only the first
     await refused('/auth' + fresh(), `authorization: Basic ${CAROL_B64}\r\nauthorization: Basic b\r\ncontent-length: 0\r\n\r\n`, 400, /more than one Authorization/)
@@ -82,10 +83,9 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.match(backend.received(), new RegExp(`POST ${path} HTTP/1.1\\r\\n[^]*transfer-encoding: chunked\\r\\n[^]*\\r\\n\\r\\n3\\r\\nabc\\r\\n0\\r\\n\\r\\n`))
   })
 
-  test('a control character in a header value: 400 and close (DEL), or held by uWS (the others); never forwarded (RFC 9110 §5.5)', async () => {
+  test('a control character in a header value: 400 and close (DEL from lb, the others from uWS); never forwarded (RFC 9110 §5.5)', async () => {
     await refused(fresh(), 'x-a: a\x7fb\r\ncontent-length: 0\r\n\r\n', 400, /^bad request: control character 0x7F in the value of header x-a\n$/)
-    // the others in parallel: this uWS build leaves most of them unanswered and the connection open (a limit of the
-    // build, README "Request headers"), so each ends by the time-out
+    // the others in parallel: uWS answers them 400 itself (README "Request forms at the edge")
     const controls = [...Array(0x20).keys()].filter((c) => c !== 0 && c !== 0x09 && c !== 0x0a && c !== 0x0d)
     const paths = controls.map(() => fresh())
     const answers = await Promise.all(controls.map((c, i) =>
@@ -93,12 +93,25 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     controls.forEach((c, i) => {
       assert.ok(!backend.received().includes(paths[i]!), `0x${c.toString(16)} was forwarded`)
       const a = answers[i]!
-      assert.ok(a.status === 400 ? a.closed : a.status === 0, `0x${c.toString(16)}: ${a.text}`)
+      assert.ok(a.status === 400 && a.closed, `0x${c.toString(16)}: ${a.text}`)
     })
     // HTAB is allowed inside a value
     const path = fresh()
     assert.equal((await exchange(lb.port, `GET ${path} HTTP/1.1\r\nhost: a\r\nx-tab: a\tb\r\n\r\n`)).status, 200)
     assert.ok(backend.received().includes(`GET ${path} HTTP/1.1\r\nhost: a\r\nx-tab: a\tb\r\n`))
+  })
+
+  test('a method that is not a token: 400 and close, never forwarded', async () => {
+    for (const method of ['\x7fGET', 'G\x80T', 'G"T']) {
+      const path = fresh()
+      const a = await exchange(lb.port, `${method} ${path} HTTP/1.1\r\nhost: a\r\n\r\n`, { waitClose: true })
+      if (a.status === 0 || a.status === 505) continue // refused by uWS itself before lb (README "Request forms at the edge")
+      assert.equal(a.status, 400, `${JSON.stringify(method)}: ${a.text}`)
+      assert.match(a.responses[0]!.body, /^bad request: invalid method /)
+      assert.ok(a.closed)
+      assert.ok(!backend.received().includes(path), `${JSON.stringify(method)} reached the backend`)
+    }
+    assert.ok(!backend.received().includes('\x7fGET'))
   })
 
   test('refusals are access-logged with their status', async () => {
@@ -131,9 +144,9 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     const upgrade = (path: string, extra: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\nupgrade: websocket\r\n` +
       `sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n${extra}\r\n`
     const refusedPath = fresh()
-    const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nhost: b\r\n'), { waitClose: true })
+    const a = await exchange(lb.port, upgrade(refusedPath, 'connection: Upgrade\r\nauthorization: a\r\nauthorization: b\r\n'), { waitClose: true })
     assert.equal(a.status, 400, a.text)
-    assert.match(a.responses[0]!.body, /more than one Host header/)
+    assert.match(a.responses[0]!.body, /more than one Authorization header/)
     assert.ok(!backend.received().includes(refusedPath))
     // the raw backend answers 200, not 101: lb relays that answer, after forwarding the upgrade request
     const path = fresh()
@@ -170,7 +183,7 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.equal(a.status, 413, a.text)
     assert.match(a.responses[0]!.body, /request body larger than 1024 bytes/)
     assert.ok(!backend.received().includes(path))
-    // uWS writes "100 Continue" itself before lb sees the request (README, "Request headers"): it precedes the 413
+    // uWS writes "100 Continue" itself before lb sees the request (README, "Request forms at the edge"): it precedes the 413
     assert.match(a.text, /^(HTTP\/1\.1 100 Continue\r\n\r\n)?HTTP\/1\.1 413 /)
   })
 })

@@ -205,7 +205,7 @@ describe('request paths and Host through the balancer (default settings)', () =>
     }
     const two = await raw(lb.port, 'GET /echo/p HTTP/1.1\r\nhost: a.example\r\nhost: evil.com')
     assert.equal(two.status, 400)
-    assert.equal(two.body, 'bad request: more than one Host header\n')
+    assert.match(two.body, /^(bad request: more than one Host header\n)?$/) // uWS 20.57 answers this one itself, without a body
     assert.equal(echo.requests.length, seen)
     // a valid one is redirected with the normalised path
     const ok = await raw(lb.port, 'GET /go/./a/../p?q=%2F HTTP/1.1\r\nhost: Shop.Example:8080')

@@ -31,6 +31,7 @@ test('raw HTTP/1.1 requests: lb answers, forwards and refuses as nginx does, and
   const lbBackend = await startRawBackend()
   const ngxBackend = await startRawBackend()
   const nginx = await startNginx(ngxBackend.port)
+  t.after(async () => { await nginx.stop(); await lbBackend.close(); await ngxBackend.close() }) // also when lb fails to start
   const lb = await startLb(`[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [routers.web]
@@ -41,7 +42,7 @@ address = "127.0.0.1:${lbBackend.port}"
 check = false
 max_fails = 0
 `)
-  t.after(async () => { await lb.stop(); await nginx.stop(); await lbBackend.close(); await ngxBackend.close(); rmSync(lb.dir, { recursive: true, force: true }) })
+  t.after(async () => { await lb.stop(); rmSync(lb.dir, { recursive: true, force: true }) })
   const watch = new LbWatch(lb)
 
   const exec = async (c: HttpCase, index: number): Promise<Verdict | null> => {
@@ -77,6 +78,7 @@ max_fails = 0
     generate: httpCase,
     family: (c) => c.family,
     input: (c) => printable(c.bytes),
+    bytes: (c) => c.bytes,
     exec,
     watch: () => watch.check(),
   }))

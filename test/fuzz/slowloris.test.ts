@@ -1,7 +1,8 @@
 // Slowloris: 500 connections that each send their request head one byte per
-// second must not stop a normal client, and a head that takes longer than the
-// header time-out is closed by lb. The uWS build in use has a fixed header
-// time-out of about 10 s (it cannot be configured: README "Fuzzing").
+// second must not stop a normal client. uWebSockets.js 20.57 closes a head
+// that is not complete after about 30 s, fixed (no 408, not configurable:
+// README "Known limits"); test/e2e/slow-header.test.ts waits for that window,
+// this test checks the first seconds: nothing answered, closed or forwarded.
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import net from 'node:net'
@@ -9,10 +10,8 @@ import { test } from 'node:test'
 import { request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
 
 const SLOW = 500
-/** the time-out of this uWS build (about 10 s) plus slack for a loaded machine */
-const HEADER_LIMIT_MS = 16_000
 
-test('500 slowloris connections do not stop a normal client, and each is closed after the header time-out', async (t) => {
+test('500 slowloris connections do not stop a normal client, and none is answered, closed or forwarded in its first 5 s', async (t) => {
   const b = await startBackend('b')
   const lb = await startLb(simpleConfig([b.address]))
   t.after(async () => { await lb.stop(); await b.close(); rmSync(lb.dir, { recursive: true, force: true }) })
@@ -44,13 +43,7 @@ test('500 slowloris connections do not stop a normal client, and each is closed 
   assert.ok(slow.every((c) => c.opened > 0), 'every slow connection was accepted')
   assert.ok(statuses.length >= 20 && statuses.every((s) => s === 200), `every normal request answered 200 within 2 s: ${statuses.join(',')}`)
 
-  // the slow heads are never finished: lb must close them
-  for (const end = Date.now() + HEADER_LIMIT_MS; Date.now() < end && slow.some((c) => c.closedAfter < 0);) await sleep(100)
-  const open = slow.filter((c) => c.closedAfter < 0).length
-  assert.equal(open, 0, `slow connections still open ${HEADER_LIMIT_MS} ms after they began, though each kept sending a byte per second`)
-  const times = slow.map((c) => c.closedAfter).filter((x) => x >= 0).sort((x, y) => x - y)
-  if (times.length > 0) t.diagnostic(`slow connections closed after ${times[0]}..${times.at(-1)} ms; answers seen: ${new Set(slow.map((c) => c.answered.split('\r\n')[0] ?? '')).size}`)
-  // with an answer, it is a 408 (never a forwarded request)
-  for (const c of slow) if (c.answered !== '') assert.match(c.answered, /^HTTP\/1\.1 408 /)
+  // uWS's time-out is about 30 s (25-40 s in slow-header.test.ts): nothing shorter cuts a slow head
+  assert.deepEqual(slow.filter((c) => c.closedAfter >= 0 || c.answered !== '').map((c) => c.closedAfter), [], 'slow connections closed or answered within 5 s')
   assert.equal(b.requests.filter((r) => r.url === '/slow').length, 0)
 })

@@ -90,6 +90,7 @@ check = false
     generate: wsCase,
     family: (c) => c.family,
     input: (c) => printable(c.bytes, 200),
+    bytes: (c) => c.bytes,
     exec,
     watch: () => watch.check(),
   }))

@@ -1,7 +1,7 @@
 // Client frames that break RFC 6455, through the real balancer
 // (2 workers) to a real `ws` server, with raw sockets: an unmasked client frame,
 // and a new data frame inside an unfinished fragmented message. uWS parses
-// client frames itself, before lb sees them (README "Request headers" says
+// client frames itself, before lb sees them (README "Request forms at the edge" says
 // what this build does and cannot do); these tests pin what lb does: the
 // broken frames never reach the server, the broken session ends, and another
 // session on the same balancer goes on unaffected.

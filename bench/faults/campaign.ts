@@ -1,0 +1,177 @@
+// The reliability campaign of issue 30 as commands anyone can run (after
+// `npm run build`; wrk and nginx-light from Debian):
+//
+//   node dist/bench/faults/campaign.js reload        # SIGHUP every 0.5 s under wrk, lb and nginx
+//   node dist/bench/faults/campaign.js kill9-writes  # kill -9 during config API writes, then restart
+//   node dist/bench/faults/campaign.js backend-kill  # one of 3 backends killed (SIGKILL) under wrk, lb and nginx
+//   node dist/bench/faults/campaign.js drain         # SIGTERM with requests longer than the drain time-out
+//   node dist/bench/faults/campaign.js all
+//
+// Each case prints one Markdown table row per target; bench/RESULTS.md keeps the figures.
+import http from 'node:http'
+import net from 'node:net'
+import { simpleConfig } from '../../test/helpers.js'
+import { type Proc, backend, freePort, lb, nginx, sleep, upstreams, waitExit, wrk } from './procs.js'
+
+const SECONDS = Number(process.env.SECONDS ?? 8)
+const GLOBAL = '[global]\nworkers = 2\naccess_log = "off"\n'
+const lbConfig = (ports: number[], service = '', global = GLOBAL): string => `${global}\n${simpleConfig(ports.map((p) => `127.0.0.1:${p}`), service)}`
+
+const row = (...cells: Array<string | number>): void => console.log(`| ${cells.join(' | ')} |`)
+const stopAll = (ps: Proc[]): void => { for (const p of ps) p.proc.kill('SIGKILL') }
+
+async function reload (): Promise<void> {
+  const bs = [await backend('a'), await backend('b')]
+  row('target', 'reloads', 'requests', 'non-2xx', 'socket errors')
+  for (const target of ['lb', 'nginx']) {
+    const p = target === 'lb'
+      ? await lb(lbConfig(bs.map((b) => b.port)))
+      : await nginx(`upstream web { ${upstreams(bs.map((b) => b.port))} keepalive 32; }\nserver { listen 127.0.0.1:{{PORT}}; location / { proxy_pass http://web; proxy_http_version 1.1; proxy_set_header Connection ""; } }`)
+    let reloads = 0
+    const timer = setInterval(() => { p.proc.kill('SIGHUP'); reloads++ }, 500)
+    const r = await wrk(`http://127.0.0.1:${p.port}/`, SECONDS, 32)
+    clearInterval(timer)
+    row(target, reloads, r.requests, r.non2xx, r.socketErrors)
+    p.proc.kill('SIGKILL')
+    await waitExit(p.proc)
+  }
+  stopAll(bs)
+}
+
+function post (port: number, path: string, body: string): Promise<{ status: number, version: string }> {
+  return new Promise((res, rej) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (r) => {
+      r.resume()
+      r.on('end', () => res({ status: r.statusCode!, version: String(r.headers['configuration-version']) }))
+    })
+    req.on('error', rej)
+    req.end(body)
+  })
+}
+
+function get (port: number, path: string): Promise<string> {
+  return new Promise((res, rej) => {
+    http.get({ host: '127.0.0.1', port, path, agent: false }, (r) => {
+      let b = ''
+      r.on('data', (d: Buffer) => { b += d.toString() })
+      r.on('end', () => res(b))
+    }).on('error', rej)
+  })
+}
+
+async function kill9Writes (): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 20)
+  const b = await backend('a')
+  const adminPort = await freePort()
+  const toml = lbConfig([b.port]) + `\n[admin]\nenabled = true\naddress = "127.0.0.1:${adminPort}"\n`
+  const managed = /"msg":"management started"/
+  let p = await lb(toml, undefined, undefined, managed)
+  const acked = new Set<string>()
+  let failedStarts = 0
+  let lost = 0
+  for (let round = 0; round < rounds; round++) {
+    let stop = false
+    const writers = [0, 1, 2, 3].map(async (w) => {
+      for (let i = 0; !stop; i++) {
+        const name = `r${round}w${w}n${i}`
+        try {
+          const r = await post(adminPort, '/v2/services/lb/configuration/backends', JSON.stringify({ name }))
+          if (r.status === 201) acked.add(name)
+        } catch { return }
+      }
+    })
+    await sleep(200 + Math.random() * 600)
+    p.proc.kill('SIGKILL')
+    await waitExit(p.proc)
+    stop = true
+    await Promise.all(writers)
+    try {
+      p = await lb(toml, p.dir, p.port, managed)
+    } catch {
+      failedStarts++
+      break
+    }
+    const names = new Set((JSON.parse(await get(adminPort, '/v2/services/lb/configuration/backends')) as { data: Array<{ name: string }> }).data.map((x) => x.name))
+    for (const n of acked) if (!names.has(n)) lost++
+    // stay under the services capacity: delete what this round wrote once it has been checked
+    if (names.size > 150) {
+      p.proc.kill('SIGKILL')
+      await waitExit(p.proc)
+      const { rmSync } = await import('node:fs')
+      rmSync(`${p.dir}/run/config-api.json`, { force: true })
+      acked.clear()
+      p = await lb(toml, p.dir, p.port, managed)
+    }
+  }
+  row('target', 'kill -9', 'acknowledged writes', 'lost after restart', 'failed starts')
+  row('lb', rounds, acked.size, lost, failedStarts)
+  p.proc.kill('SIGKILL')
+  b.proc.kill('SIGKILL')
+}
+
+/** Counts which backend answered `n` sequential GETs. */
+async function shares (port: number, n: number): Promise<Record<string, number>> {
+  const c: Record<string, number> = {}
+  for (let i = 0; i < n; i++) {
+    const body = (await get(port, '/').catch(() => 'error')).trim()
+    c[body] = (c[body] ?? 0) + 1
+  }
+  return c
+}
+
+async function backendKill (): Promise<void> {
+  row('target', 'requests', 'non-2xx', 'socket errors', 'shares of the 2 left (of 3,000)')
+  for (const target of ['lb', 'nginx']) {
+    const bs = [await backend('a', 1), await backend('b', 1), await backend('c', 1)]
+    const ports = bs.map((b) => b.port)
+    const p = target === 'lb'
+      ? await lb(lbConfig(ports))
+      : await nginx(`upstream web { ${upstreams(ports)} keepalive 32; }\nserver { listen 127.0.0.1:{{PORT}}; location / { proxy_pass http://web; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_next_upstream error timeout; } }`)
+    const load = wrk(`http://127.0.0.1:${p.port}/`, SECONDS, 32)
+    await sleep(SECONDS * 300)
+    bs[0]!.proc.kill('SIGKILL')
+    const r = await load
+    const c = await shares(p.port, 3_000)
+    row(target, r.requests, r.non2xx, r.socketErrors, `b ${c.b ?? 0}, c ${c.c ?? 0}${c.a !== undefined ? `, a ${c.a}` : ''}${c.error !== undefined ? `, errors ${c.error}` : ''}`)
+    p.proc.kill('SIGKILL')
+    stopAll(bs)
+  }
+}
+
+/** `n` GETs held open; each resolves with its status line ('' when the connection closed without one). */
+function waiting (port: number, n: number): Array<Promise<string>> {
+  return Array.from({ length: n }, () => new Promise<string>((res) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'))
+    let out = ''
+    s.on('data', (d: Buffer) => { out += d.toString('latin1') })
+    s.on('error', () => {})
+    s.on('close', () => res(out.split('\r\n')[0]!))
+  }))
+}
+
+async function drain (): Promise<void> {
+  const b = await backend('slow', 3_000)
+  row('target', 'exit', 'clients answered 503', 'closed without a status line', 'seconds to exit')
+  for (const target of ['lb', 'nginx']) {
+    const p = target === 'lb'
+      ? await lb(lbConfig([b.port], '', GLOBAL + 'drain_timeout = "2s"\n'))
+      : await nginx(`upstream web { ${upstreams([b.port])} }\nserver { listen 127.0.0.1:{{PORT}}; location / { proxy_pass http://web; } }`, 'worker_shutdown_timeout 2s;')
+    const clients = waiting(p.port, 20)
+    await sleep(500)
+    const t0 = Date.now()
+    p.proc.kill(target === 'lb' ? 'SIGTERM' : 'SIGQUIT') // nginx's graceful shutdown is SIGQUIT
+    const exit = await waitExit(p.proc)
+    const lines = await Promise.all(clients)
+    row(target, exit.signal ?? exit.code ?? '', lines.filter((l) => / 503 /.test(l)).length, lines.filter((l) => l === '').length, ((Date.now() - t0) / 1000).toFixed(1))
+  }
+  b.proc.kill('SIGKILL')
+}
+
+const cases: Record<string, () => Promise<void>> = { reload, 'kill9-writes': kill9Writes, 'backend-kill': backendKill, drain }
+const which = process.argv[2] ?? 'all'
+for (const [name, run] of Object.entries(cases)) {
+  if (which !== 'all' && which !== name) continue
+  console.log(`\n### ${name}\n`)
+  await run()
+}
+process.exit(0)

@@ -1,0 +1,54 @@
+// 10,000 client connections, each with one request, held open
+// together and then closed, three times. The first round grows the heap (V8
+// keeps what it grew for reuse); later rounds reuse it: resident memory after
+// the third round is within 5 MB of after the first (a leak grows each round).
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import net from 'node:net'
+import { test } from 'node:test'
+import { simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+
+const CONNECTIONS = 10_000
+const BATCH = 50
+
+/** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
+async function settledRss (pid: number): Promise<number> {
+  const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+  let last = read()
+  for (let i = 0; i < 16; i++) {
+    await sleep(300)
+    const now = read()
+    if (Math.abs(now - last) < 0.5) return now
+    last = now
+  }
+  return last
+}
+
+/** Opens `n` connections, one GET on each (answered), holds them all, then closes them all. */
+async function round (port: number, n: number): Promise<void> {
+  const socks: net.Socket[] = []
+  for (let i = 0; i < n; i += BATCH) {
+    await Promise.all(Array.from({ length: Math.min(BATCH, n - i) }, () => new Promise<void>((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'))
+      const timer = setTimeout(() => reject(new Error(`connection ${socks.length} of ${n}: no answer within 10 s`)), 10_000)
+      s.once('data', () => { clearTimeout(timer); resolve() })
+      s.once('error', (err) => { clearTimeout(timer); reject(err) })
+      socks.push(s)
+    })))
+  }
+  await Promise.all(socks.map((s) => new Promise<void>((resolve) => { s.once('close', () => resolve()); s.destroy() })))
+}
+
+test('10,000 connections opened and closed three times: memory after round 3 within 5 MB of round 1', async (t) => {
+  const b = await startBackend('a')
+  const lb = await startLb(simpleConfig([b.address]))
+  t.after(async () => { await lb.stop(); await b.close() })
+  const before = await settledRss(lb.proc.pid!)
+  const after: number[] = []
+  for (let r = 0; r < 3; r++) {
+    await round(lb.port, CONNECTIONS)
+    after.push(await settledRss(lb.proc.pid!))
+  }
+  t.diagnostic(`RSS MB: before ${before.toFixed(1)}, after each round ${after.map((x) => x.toFixed(1)).join(', ')}`)
+  assert.ok(after[2]! - after[0]! < 5, `RSS grew from ${after[0]!.toFixed(1)} MB to ${after[2]!.toFixed(1)} MB`)
+})
