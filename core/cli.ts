@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // lb run -c FILE     start the balancer (foreground; systemd runs it so)
 // lb check -c FILE   validate the configuration and exit 0 or 1 (like nginx -t)
-import { loadConfigAsync } from './config/load.js'
+import { loadConfigAsync } from './configure.js'
 import { createLogger } from './log.js'
 import { unwritablePaths } from './config/paths.js'
 import { formatError, isLbError } from './errors.js'

@@ -45,6 +45,7 @@ export const ERRORS = {
   LB_ERR_PLUGIN: { status: 500, message: 'internal error in middleware {middleware}' },
   // middlewares (plugins/)
   LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
+  LB_ERR_PLUGIN_TEARDOWN: { status: 500, message: 'middleware {middleware} failed to stop ({reason})' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
   // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}

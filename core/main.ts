@@ -3,7 +3,7 @@
 // and the running one stays), SIGTERM/SIGINT drain and exit 0.
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
-import { loadConfigAsync } from './config/load.js'
+import { loadConfigAsync } from './configure.js'
 import { unwritablePaths } from './config/paths.js'
 import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'

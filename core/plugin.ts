@@ -3,22 +3,23 @@
 // once per middleware instance per config generation in every worker; its
 // hooks run per request, compiled into each route's chain at load time.
 //
-// This module is the API for third-party plugins too (package.json exports it
-// as "lb/plugin"): a middleware's `type` may name a module, by path relative to
-// the config file or by package name, whose default export is a PluginDef.
-// PLUGINS.md walks through one.
+// Plugins (built-in and third-party) reach it through core/plugin-api.ts, the
+// one module package.json exports as "lb/plugin"; core modules import this file.
+// A middleware's `type` may name a module, by path relative to the config file
+// or by package name, whose default export is a PluginDef. PLUGINS.md walks
+// through one.
 import type { Transform } from 'node:stream'
 import type { Checker, Table } from './config/check.js'
 import type { Logger } from './log.js'
 import type { Shm } from './shm/layout.js'
 import type { Ctx } from './worker/context.js'
 
-export type { Checker, Table } from './config/check.js'
-export type { Logger } from './log.js'
-export type { Shm } from './shm/layout.js'
-export type { Ctx, Reply } from './worker/context.js'
-// the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
-export { KeyHasher, MILLI, RateTable, keyA, keyB } from './shm/rate-table.js'
+/**
+ * The plugin-API version of this lb: its major number changes when a change to
+ * this contract would break a plugin written for the previous one. A plugin
+ * declares the version it was written for (`api`); lb refuses another.
+ */
+export const PLUGIN_API = 1
 
 export const NEXT = 0
 export const HANDLED = 1
@@ -56,6 +57,13 @@ export interface Hooks {
   onRequest?: (ctx: Ctx) => Verdict | Promise<Verdict>
   /** called once with the response head, before it is sent */
   onResponse?: (ctx: Ctx, head: ResponseHead) => void
+  /**
+   * Called once when this instance is retired: a reload replaced it (every
+   * generation creates its instances anew) or dropped it, or the worker shuts
+   * down. Stops what create() started (timers, sockets, watchers). Requests of
+   * the retired generation may still be finishing: their hooks keep working.
+   */
+  teardown?: () => void
 }
 
 export interface PluginEnv {
@@ -67,6 +75,8 @@ export interface PluginEnv {
 
 export interface PluginDef<C = unknown> {
   readonly name: string
+  /** the plugin-API version (PLUGIN_API) the plugin was written for */
+  readonly api: number
   /** Validates the middleware's table (without `type`); records problems on `c`. */
   validate (c: Checker, t: Table, path: string, baseDir: string): C
   create (conf: C, env: PluginEnv): Hooks

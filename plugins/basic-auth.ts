@@ -11,13 +11,7 @@
 // decoy hash of the same cost, so timing does not reveal which names exist.
 import { hash as digest } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { type Checker, type Table, HEADER_NAME, checkRealm, join } from '../core/config/check.js'
-import { resolvePath } from '../core/config/static.js'
-import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders } from '../core/plugin.js'
-import { now } from '../core/clock.js'
-import { formatError } from '../core/errors.js'
-import { type HtpasswdEntry, decoyOf, parseEntry, verifyAsync, verifySync } from '../core/auth/htpasswd.js'
-import { VerdictCache } from '../core/auth/verdict-cache.js'
+import { type Checker, type Ctx, type HtpasswdEntry, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, decoyOf, definePlugin, dropRequestHeaders, formatError, join, now, parseEntry, resolvePath, verifyAsync, verifySync } from 'lb/plugin'
 
 export interface BasicAuthConf {
   readonly users: readonly HtpasswdEntry[]
@@ -95,6 +89,7 @@ function credentials (auth: string): string | null {
 
 export default definePlugin<BasicAuthConf>({
   name: 'basicAuth',
+  api: 1,
   validate,
   create (conf) {
     const users = new Map(conf.users.map((u) => [u.user, u]))

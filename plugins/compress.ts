@@ -10,8 +10,7 @@
 // sync flush per upstream chunk, so a stream reaches the client as produced.
 import { Transform, type TransformCallback } from 'node:stream'
 import { brotliCompressSync, constants, createBrotliCompress, createGzip, gzipSync } from 'node:zlib'
-import { type Checker, type Table, join } from '../core/config/check.js'
-import { type ResponseHead, definePlugin, findHeader, removeHeader } from '../core/plugin.js'
+import { type Checker, type ResponseHead, type Table, definePlugin, findHeader, join, removeHeader } from 'lb/plugin'
 
 export const ENCODINGS = ['br', 'gzip'] as const
 export type Encoding = typeof ENCODINGS[number]
@@ -239,6 +238,7 @@ function addVary (headers: string[]): void {
 
 export default definePlugin<CompressConf>({
   name: 'compress',
+  api: 1,
   validate,
   create (conf) {
     const { encodings, minBytes, gzipLevel, brotliQuality } = conf

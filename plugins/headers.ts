@@ -8,8 +8,7 @@
 //   sts_seconds (+ sts_include_subdomains, sts_preload)   Strict-Transport-Security
 //   referrer_policy, content_security_policy, permissions_policy
 //   [request_headers] / [response_headers]  name = "value" sets (replacing), name = "" removes
-import { type Checker, type Table, HEADER_NAME, join } from '../core/config/check.js'
-import { NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders, removeHeader } from '../core/plugin.js'
+import { type Checker, type Table, HEADER_NAME, NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders, join, removeHeader } from 'lb/plugin'
 
 export interface HeadersConf {
   /** flat [name, value, ...], lower-case names: set on the upstream request (replacing the client's) */
@@ -80,6 +79,7 @@ function validate (c: Checker, t: Table, path: string): HeadersConf {
 
 export default definePlugin<HeadersConf>({
   name: 'headers',
+  api: 1,
   validate,
   create (conf) {
     const { requestSet, requestDrop, responseSet, responseDrop } = conf

@@ -1,7 +1,8 @@
 // The registry: the only place that maps a middleware's `type` to a plugin.
 // Built-ins are listed here by name. Any other type names a third-party
 // module, by path (relative to the config file: "./plugins/x.js") or by
-// package name ("lb-plugin-x"), whose default export is a PluginDef.
+// package name ("lb-plugin-x"), whose default export is a PluginDef written
+// for this lb's plugin API (PLUGIN_API).
 //
 // Importing a module is async but config validation is sync, so modules are
 // imported first (loadPluginModules, from loadConfigAsync in the control
@@ -11,9 +12,9 @@
 import { createRequire } from 'node:module'
 import { isAbsolute, join as joinPath, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { Checker, Table } from '../core/config/check.js'
-import { describe, join } from '../core/config/check.js'
-import type { PluginDef } from '../core/plugin.js'
+import { type Checker, type PluginDef, type Table, PLUGIN_API, describe, join } from 'lb/plugin'
+// the registry's one arrow into core besides lb/plugin: making lb/plugin importable by the modules it loads
+import { providePluginApi } from '../core/plugin-resolve.js'
 import basicAuth from './basic-auth.js'
 import compress from './compress.js'
 import headers from './headers.js'
@@ -32,7 +33,7 @@ interface Loaded {
   readonly error: string
 }
 
-/** Third-party modules by (config folder, type as written). */
+/** Third-party modules by (config folder, plugins folder, type as written). */
 const external = new Map<string, Loaded>()
 
 const isPath = (type: string): boolean => type.startsWith('./') || type.startsWith('../') || isAbsolute(type)
@@ -43,16 +44,20 @@ export function isModuleType (type: string): boolean {
   return !PLUGINS.has(type) && (isPath(type) || PACKAGE.test(type))
 }
 
-const keyOf = (type: string, baseDir: string): string => `${baseDir}\u0000${type}`
+const keyOf = (type: string, baseDir: string, pluginsDir: string): string => `${baseDir}\u0000${pluginsDir}\u0000${type}`
 
-/** File URL of a plugin module: paths from the config's folder; packages from there, then from lb's own install. */
-function resolveModule (type: string, baseDir: string): string {
+/**
+ * File URL of a plugin module: a path from the config's folder; a package from
+ * there (its node_modules or above), then from global.plugins_dir, then from lb's own install.
+ */
+function resolveModule (type: string, baseDir: string, pluginsDir: string): string {
   if (isPath(type)) return pathToFileURL(resolve(baseDir, type)).href
-  try {
-    return pathToFileURL(createRequire(joinPath(baseDir, 'lb.toml')).resolve(type)).href
-  } catch {
-    return import.meta.resolve(type)
+  for (const dir of pluginsDir === '' ? [baseDir] : [baseDir, pluginsDir]) {
+    try {
+      return pathToFileURL(createRequire(joinPath(dir, 'lb.toml')).resolve(type)).href
+    } catch {}
   }
+  return import.meta.resolve(type)
 }
 
 function checkDef (v: unknown): string {
@@ -61,18 +66,21 @@ function checkDef (v: unknown): string {
   if (typeof d.name !== 'string' || d.name === '') return 'its default export has no name'
   if (typeof d.validate !== 'function') return 'its default export has no validate function'
   if (typeof d.create !== 'function') return 'its default export has no create function'
+  if (d.api === undefined) return `it declares no plugin API version (add api: ${PLUGIN_API}, the version of this lb, once it works with it)`
+  if (d.api !== PLUGIN_API) return `it was written for plugin API ${typeof d.api === 'number' ? d.api : describe(d.api)}, and this lb provides plugin API ${PLUGIN_API}`
   return ''
 }
 
 /** Imports every plugin module among `types` not imported yet; failures are kept for validation to report. */
-export async function loadPluginModules (types: Iterable<string>, baseDir: string): Promise<void> {
+export async function loadPluginModules (types: Iterable<string>, baseDir: string, pluginsDir: string): Promise<void> {
   for (const type of types) {
     if (!isModuleType(type)) continue
-    const key = keyOf(type, baseDir)
+    const key = keyOf(type, baseDir, pluginsDir)
     if (external.get(key)?.def != null) continue
+    providePluginApi()
     let loaded: Loaded
     try {
-      const mod = await import(resolveModule(type, baseDir)) as { default?: unknown }
+      const mod = await import(resolveModule(type, baseDir, pluginsDir)) as { default?: unknown }
       const error = checkDef(mod.default)
       loaded = { def: error === '' ? mod.default as PluginDef : null, error }
     } catch (err) {
@@ -82,31 +90,19 @@ export async function loadPluginModules (types: Iterable<string>, baseDir: strin
   }
 }
 
-/** The `type` of every middleware in raw (parsed, not yet validated) TOML. */
-export function middlewareTypes (raw: unknown): string[] {
-  const mws = (raw as { middlewares?: unknown } | null)?.middlewares
-  if (typeof mws !== 'object' || mws === null) return []
-  const out: string[] = []
-  for (const m of Object.values(mws)) {
-    const type = (m as { type?: unknown } | null)?.type
-    if (typeof type === 'string') out.push(type)
-  }
-  return out
-}
-
 /** The plugin a middleware type names (a built-in, or a module loaded for that config folder). */
-export function pluginFor (type: string, baseDir: string): PluginDef | undefined {
-  return PLUGINS.get(type) ?? external.get(keyOf(type, baseDir))?.def ?? undefined
+export function pluginFor (type: string, baseDir: string, pluginsDir: string): PluginDef | undefined {
+  return PLUGINS.get(type) ?? external.get(keyOf(type, baseDir, pluginsDir))?.def ?? undefined
 }
 
-export function checkPluginConf (c: Checker, type: string, t: Table, path: string, baseDir: string): unknown {
-  const def = pluginFor(type, baseDir)
+export function checkPluginConf (c: Checker, type: string, t: Table, path: string, baseDir: string, pluginsDir: string): unknown {
+  const def = pluginFor(type, baseDir, pluginsDir)
   const p = join(path, 'type')
   if (def === undefined) {
     const expected = `a middleware type (${[...PLUGINS.keys()].join(', ')}) or a plugin module path or package name`
     if (!isModuleType(type)) c.problem(p, expected, type)
     else {
-      const why = external.get(keyOf(type, baseDir))?.error ?? 'it was not imported (configs naming plugin modules load with loadConfigAsync)'
+      const why = external.get(keyOf(type, baseDir, pluginsDir))?.error ?? 'it was not imported (configs naming plugin modules load with loadConfigAsync)'
       c.problems.push(`${p}: expected ${expected}, found ${describe(type)} (${why})`)
     }
     return null

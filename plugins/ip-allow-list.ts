@@ -3,10 +3,7 @@
 // address, or X-Forwarded-For from trusted proxies (core/net/source.ts). The
 // matcher is core/net/ip.ts allowList, the same one the status service's
 // `allow` list compiles to.
-import { type Checker, type Table, join } from '../core/config/check.js'
-import { type Reply, HANDLED, NEXT, definePlugin } from '../core/plugin.js'
-import { formatError } from '../core/errors.js'
-import { type SourceConf, SOURCE_KEYS, checkCidrs, checkSource, compileCidrs, compileSource } from '../core/net/source.js'
+import { type Checker, type Reply, type SourceConf, type Table, HANDLED, NEXT, SOURCE_KEYS, checkCidrs, checkSource, compileCidrs, compileSource, definePlugin, formatError, join } from 'lb/plugin'
 
 export interface IpAllowListConf {
   readonly sourceRange: readonly string[]
@@ -28,6 +25,7 @@ function validate (c: Checker, t: Table, path: string): IpAllowListConf {
 
 export default definePlugin<IpAllowListConf>({
   name: 'ipAllowList',
+  api: 1,
   validate,
   create (conf) {
     const allowed = compileCidrs(conf.sourceRange)

@@ -13,12 +13,7 @@
 // token stays on the synchronous path; a new token costs one async signature check.
 import { readFileSync } from 'node:fs'
 import { type JSONWebKeySet, type JWTPayload, createLocalJWKSet, jwtVerify } from 'jose'
-import { type Checker, type Table, HEADER_NAME, checkRealm, join } from '../core/config/check.js'
-import { resolvePath } from '../core/config/static.js'
-import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, addUpstreamHeaders, definePlugin, dropRequestHeaders } from '../core/plugin.js'
-import { now } from '../core/clock.js'
-import { formatError } from '../core/errors.js'
-import { VerdictCache } from '../core/auth/verdict-cache.js'
+import { type Checker, type Ctx, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, definePlugin, dropRequestHeaders, formatError, join, now, resolvePath } from 'lb/plugin'
 
 export const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const
 const HMAC = ['HS256', 'HS384', 'HS512']
@@ -134,6 +129,7 @@ interface Verified {
 
 export default definePlugin<JwtConf>({
   name: 'jwt',
+  api: 1,
   validate,
   create (conf, env) {
     const keys = createLocalJWKSet(conf.jwks)

@@ -15,12 +15,7 @@
 // source is the client address, or X-Forwarded-For from trusted proxies only
 // (core/net/source.ts). Entries expire 30 s after their last use (the seed's
 // stick table "expire 30s"), or later when the algorithm needs their state longer.
-import { type Checker, type Table, join } from '../core/config/check.js'
-import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, definePlugin } from '../core/plugin.js'
-import { now } from '../core/clock.js'
-import { formatError } from '../core/errors.js'
-import { type SourceConf, SOURCE_KEYS, checkSource, compileSource } from '../core/net/source.js'
-import { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from '../core/shm/rate-table.js'
+import { type Checker, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, RateTable, SOURCE_KEYS, checkSource, compileSource, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
 export type Algorithm = typeof ALGORITHMS[number]
@@ -148,6 +143,7 @@ function delay (ms: number): Promise<Verdict> {
 
 export default definePlugin<RateLimitConf>({
   name: 'rateLimit',
+  api: 1,
   validate,
   create (conf, env) {
     const table = new RateTable(env.shm.i32)

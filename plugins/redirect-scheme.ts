@@ -2,9 +2,7 @@
 // (default https), keeping host, path and query, as Traefik's redirectScheme.
 // permanent = true → 301, or 308 for methods other than GET/HEAD (which must
 // keep their method and body); otherwise 302, or 307.
-import { type Checker, type Table } from '../core/config/check.js'
-import { type Reply, HANDLED, NEXT, definePlugin } from '../core/plugin.js'
-import { formatError } from '../core/errors.js'
+import { type Checker, type Reply, type Table, HANDLED, NEXT, definePlugin, formatError } from 'lb/plugin'
 
 export const SCHEMES = ['https', 'http'] as const
 
@@ -32,6 +30,7 @@ const NO_HOST: Reply = Object.freeze({
 
 export default definePlugin<RedirectSchemeConf>({
   name: 'redirectScheme',
+  api: 1,
   validate,
   create (conf) {
     const prefix = conf.scheme + '://'

@@ -1,6 +1,6 @@
 // Realistic per-request inputs for the middleware benchmarks: a Ctx as the
 // uWS adapter fills it, and plugin instances created as a worker creates them.
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 import { createLogger } from '../../core/log.js'
 import type { Hooks } from '../../core/plugin.js'
 import { type Shm, createShm } from '../../core/shm/layout.js'

@@ -15,7 +15,7 @@ import {
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, sumTimeBlock } from '../shm/request-stats.js'
-import type { AdminCore } from './context.js'
+import type { AdminCore } from './core.js'
 import { serverView } from './server-view.js'
 
 export const HISTORY_SECONDS = 900

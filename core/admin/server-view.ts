@@ -8,7 +8,7 @@ import {
   S_CHECK_STATUS, S_DOWN_COUNT, S_DOWN_UNTIL, S_LAST_CHANGE, S_STREAK, S_WEIGHT, serverBase,
 } from '../shm/layout.js'
 import { sumServer } from '../shm/counters.js'
-import type { AdminCore } from './context.js'
+import type { AdminCore } from './core.js'
 
 export interface ServerView {
   readonly slot: number

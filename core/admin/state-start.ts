@@ -6,7 +6,7 @@
 // files of writes a kill -9 interrupted (`<state>.tmp-<pid>`) are removed.
 import { readdirSync, renameSync, unlinkSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import { type Config, loadConfigAsync } from '../config/load.js'
+import { type Config, loadConfigAsync } from '../configure.js'
 import { type ApiState, EMPTY_STATE, apiStateOverlay, readState, writeState } from './state.js'
 
 /** What start-up has to say once the logger exists (it is configured by the Config). */

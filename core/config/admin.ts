@@ -4,7 +4,8 @@
 import { type HashKind, parseEntry } from '../auth/htpasswd.js'
 import { type Checker, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
-import { type HostPort, parseHostPort, resolvePath } from './static.js'
+import { resolvePath } from './check.js'
+import { type HostPort, parseHostPort } from './host-port.js'
 import { isMappedV4, parseIp } from '../net/ip.js'
 
 export interface Credentials {

@@ -9,6 +9,7 @@ export const DEFAULTS = {
     accessLog: 'stdout', // 'stdout' | 'off' | a file path
     stateDir: 'run', // runtime state: sockets, the config API's state file (relative to the config file)
     drainTimeoutMs: 10_000, // SIGTERM: how long in-flight requests may finish
+    pluginsDir: '', // a folder searched for plugin packages ('' = none; relative to the config file)
   },
   timeouts: {
     connectMs: 5_000, // upstream connect (seed: timeout connect 5s)

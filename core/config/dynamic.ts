@@ -4,7 +4,7 @@
 import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { type Rule, parseRule } from './rule.js'
-import { parseHostPort } from './static.js'
+import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
@@ -75,7 +75,7 @@ export interface MiddlewareConf {
 }
 
 /** Validates one middleware's plugin config; supplied by plugins/index.ts. */
-export type MiddlewareChecker = (c: Checker, type: string, t: Table, path: string, baseDir: string) => unknown
+export type MiddlewareChecker = (c: Checker, type: string, t: Table, path: string, baseDir: string, pluginsDir: string) => unknown
 
 const NAME = /^[A-Za-z0-9_.:-]+$/
 
@@ -162,7 +162,7 @@ export function checkServices (c: Checker, raw: unknown): ServiceConf[] {
   return out
 }
 
-export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, checkPlugin: MiddlewareChecker): MiddlewareConf[] {
+export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, pluginsDir: string, checkPlugin: MiddlewareChecker): MiddlewareConf[] {
   const t = c.table(raw, 'middlewares', null)
   const out: MiddlewareConf[] = []
   for (const [name, v] of Object.entries(t)) {
@@ -171,7 +171,7 @@ export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, che
     const type = c.string(m, 'type', p)
     const rest: Table = { ...m }
     delete rest.type
-    out.push({ name, type, conf: type === '' ? null : checkPlugin(c, type, rest, p, baseDir) })
+    out.push({ name, type, conf: type === '' ? null : checkPlugin(c, type, rest, p, baseDir, pluginsDir) })
   }
   return out
 }
@@ -199,6 +199,18 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
     const service = c.string(r, 'service', p)
     if (service !== '' && !services.some((s) => s.name === service)) c.problems.push(`${join(p, 'service')}: unknown service ${JSON.stringify(service)}`)
     out.push({ name, rule, ast, priority: c.int(r, 'priority', p, DEFAULTS.router.priority, 0, 1_000_000), entrypoints: eps, middlewares: mws, service })
+  }
+  return out
+}
+
+/** The `type` of every middleware in raw (parsed, not yet validated) TOML: the plugin modules to import first. */
+export function middlewareTypes (raw: unknown): string[] {
+  const mws = (raw as { middlewares?: unknown } | null)?.middlewares
+  if (typeof mws !== 'object' || mws === null) return []
+  const out: string[] = []
+  for (const m of Object.values(mws)) {
+    const type = (m as { type?: unknown } | null)?.type
+    if (typeof type === 'string') out.push(type)
   }
   return out
 }

@@ -4,14 +4,13 @@
 import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import toml from 'toml'
-import { Checker, deepFreeze } from './check.js'
-import { type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices } from './dynamic.js'
+import { Checker, deepFreeze, resolvePath } from './check.js'
+import { type MiddlewareChecker, type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices, middlewareTypes } from './dynamic.js'
 import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPointServices, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
 import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin, checkDashboard, checkRuntimeSocket } from './admin.js'
 import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
-import { type GenerationConf, checkGeneration } from '../gen/config.js'
-import { checkPluginConf, loadPluginModules, middlewareTypes } from '../../plugins/index.js'
+import type { GenerationConf } from './generation.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -30,13 +29,27 @@ export interface Config {
   readonly generation: GenerationConf
 }
 
+/**
+ * The sections that layers above core/config check, handed to the loader so
+ * that it imports none of them: config stays the bottom layer. core/configure.ts
+ * binds lb's own (the plugin registry, the generation checker).
+ */
+export interface ConfigSections {
+  /** checks the [generation] table (core/gen/config.ts) */
+  readonly generation: (c: Checker, raw: unknown, path: string, baseDir: string) => GenerationConf
+  /** validates one middleware's plugin config (plugins/index.ts) */
+  readonly plugin: MiddlewareChecker
+  /** imports the plugin modules a config names, before it is validated (plugins/index.ts) */
+  readonly loadPlugins: (types: Iterable<string>, baseDir: string, pluginsDir: string) => Promise<void>
+}
+
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
 const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation']
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
-export function buildConfig (raw: unknown, file: string): Config {
+export function buildConfig (raw: unknown, file: string, sections: ConfigSections): Config {
   const baseDir = file === '' ? process.cwd() : dirname(file)
   const c = new Checker()
   const top = c.table(raw, '', TOP_KEYS)
@@ -44,10 +57,10 @@ export function buildConfig (raw: unknown, file: string): Config {
   const timeouts = checkTimeouts(c, top.timeouts)
   const limits = checkLimits(c, top.limits)
   const entrypoints = checkEntryPoints(c, top.entrypoints, baseDir)
-  const generation = checkGeneration(c, top.generation, 'generation', baseDir)
+  const generation = sections.generation(c, top.generation, 'generation', baseDir)
   const services = checkServices(c, top.services).map((s) => (s.kind === 'generate' ? generateService(c, s, generation) : s))
   checkEntryPointServices(c, entrypoints, services)
-  const middlewares = checkMiddlewares(c, top.middlewares, baseDir, checkPluginConf)
+  const middlewares = checkMiddlewares(c, top.middlewares, baseDir, global.pluginsDir, sections.plugin)
   // routers serve the HTTP entry points (http, https); a tcp entry point forwards to its service
   const routers = checkRouters(c, top.routers, entrypoints.filter((e) => e.protocol !== 'tcp').map((e) => e.name), services, middlewares)
   const admin = checkAdmin(c, top.admin, global.stateDir)
@@ -109,14 +122,14 @@ function keyAt (text: string, line: number): string | undefined {
   return key
 }
 
-export function parseConfig (text: string, file = '', overlay?: RawOverlay): Config {
+export function parseConfig (text: string, file: string, sections: ConfigSections, overlay?: RawOverlay): Config {
   const raw = parseToml(text, file)
-  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file)
+  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file, sections)
 }
 
-export function loadConfig (path: string, overlay?: RawOverlay): Config {
+export function loadConfig (path: string, sections: ConfigSections, overlay?: RawOverlay): Config {
   const file = resolve(path)
-  return parseConfig(readConfigText(file), file, overlay)
+  return parseConfig(readConfigText(file), file, sections, overlay)
 }
 
 /**
@@ -125,9 +138,16 @@ export function loadConfig (path: string, overlay?: RawOverlay): Config {
  * read and parsed once; the plugin types come from the TOML as written, before
  * the overlay.
  */
-export async function loadConfigAsync (path: string, overlay?: RawOverlay): Promise<Config> {
+export async function loadConfigAsync (path: string, sections: ConfigSections, overlay?: RawOverlay): Promise<Config> {
   const file = resolve(path)
   const raw = parseToml(readConfigText(file), file)
-  await loadPluginModules(middlewareTypes(raw), dirname(file))
-  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file)
+  const baseDir = dirname(file)
+  await sections.loadPlugins(middlewareTypes(raw), baseDir, rawPluginsDir(raw, baseDir))
+  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file, sections)
+}
+
+/** global.plugins_dir as written, resolved as checkGlobal will ('' when absent or not a string: validation reports it). */
+function rawPluginsDir (raw: unknown, baseDir: string): string {
+  const dir = (raw as { global?: { plugins_dir?: unknown } } | null)?.global?.plugins_dir
+  return typeof dir === 'string' && dir !== '' ? resolvePath(baseDir, dir) : ''
 }

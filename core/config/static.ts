@@ -1,7 +1,17 @@
-// Static configuration: read at start-up; a reload that changes it is refused
-// for these keys (they need a restart) and the running values stay.
+// [global], [timeouts], [limits] and [entrypoints]. What a reload (SIGHUP, the
+// config API) does with them, as core/main.ts applies it:
+// - [global] and [entrypoints] are static: a reload that changes them warns
+//   "these sections need a restart" and the running values stay (workers,
+//   addresses, protocols, state_dir, plugins_dir, log level, access log...).
+//   The files an https entry point names are the exception: every reload
+//   re-reads them, and changed certificates are served from then on.
+// - [timeouts] and [limits] reload: each worker's new generation uses them for
+//   the requests it accepts from then on.
+// ([admin], [dashboard], [runtime_socket] and [generation] are static too;
+// routers, services and middlewares, in dynamic.ts, all reload.)
 import { availableParallelism } from 'node:os'
 import { type Checker, type Table, join, resolvePath } from './check.js'
+import { parseHostPort } from './host-port.js'
 import { DEFAULTS } from './defaults.js'
 import type { ServiceConf } from './dynamic.js'
 import { type TlsConf, checkTls } from './tls.js'
@@ -17,6 +27,8 @@ export interface GlobalConf {
   /** absolute path of the runtime state folder */
   readonly stateDir: string
   readonly drainTimeoutMs: number
+  /** absolute path of a folder searched for plugin packages after the config's own folder; '' = none */
+  readonly pluginsDir: string
 }
 
 export interface TimeoutsConf {
@@ -91,32 +103,16 @@ function checkRequestPath (c: Checker, t: Table, p: string): RequestPathConf {
   return { mergeSlashes: c.bool(t, 'merge_slashes', p, d.mergeSlashes), allowEncoded: allow }
 }
 
-export interface HostPort { host: string, port: number }
-
-/** "127.0.0.1:8080", "[::1]:8080", "localhost:80" → {host, port}; null when malformed. */
-export function parseHostPort (s: string): HostPort | null {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(s)
-  if (m === null) return null
-  const port = Number(m[3])
-  if (port < 1 || port > 65535) return null
-  return { host: m[1] ?? m[2]!, port }
-}
-
-/** The inverse of parseHostPort: an IPv6 host is bracketed so its colons are not read as the port's. */
-export function formatHostPort (host: string, port: number): string {
-  return `${host.includes(':') ? `[${host}]` : host}:${port}`
-}
-
-// plugins and admin.ts import it from here
-export { resolvePath }
+export { type HostPort, formatHostPort, parseHostPort } from './host-port.js'
 
 export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalConf {
   const p = 'global'
-  const t = c.table(raw, p, ['workers', 'max_connections', 'log_level', 'access_log', 'state_dir', 'drain_timeout'])
+  const t = c.table(raw, p, ['workers', 'max_connections', 'log_level', 'access_log', 'state_dir', 'drain_timeout', 'plugins_dir'])
   const d = DEFAULTS.global
   let workers = availableParallelism()
   if (t.workers !== undefined && t.workers !== 'auto') workers = c.int(t, 'workers', p, workers, 1, 256)
   const accessLog = c.string(t, 'access_log', p, d.accessLog)
+  const pluginsDir = c.string(t, 'plugins_dir', p, d.pluginsDir)
   return {
     workers,
     maxConnections: c.int(t, 'max_connections', p, d.maxConnections, 1, 10_000_000),
@@ -124,6 +120,7 @@ export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalC
     accessLog: accessLog === 'stdout' || accessLog === 'off' ? accessLog : resolvePath(baseDir, accessLog),
     stateDir: resolvePath(baseDir, c.string(t, 'state_dir', p, d.stateDir)),
     drainTimeoutMs: c.duration(t, 'drain_timeout', p, d.drainTimeoutMs),
+    pluginsDir: pluginsDir === '' ? '' : resolvePath(baseDir, pluginsDir),
   }
 }
 

@@ -7,59 +7,11 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
+import type { GenerationConf } from '../config/generation.js'
 import { parseModelName } from './names.js'
 
-export interface GenerationConf {
-  /** Run the generation service. Optional / Default: true. */
-  readonly enabled: boolean
-  /** Unix socket the API listens on; the data plane's upstream for `kind = "generate"`. Default: "run/gen.sock". */
-  readonly socket: string
-  /** Extra TCP listener "host:port" for Ollama clients that cannot use the balancer. Default: "" (none). */
-  readonly listen: string
-  /** Worker threads in the runner's piscina pool; a model lives in exactly one of them. Default: 1. */
-  readonly workers: number
-  /** Threads per llama context. On small CPUs 1 is much faster than more for small models. Default: 1. */
-  readonly threads: number
-  /** Sequences per context: requests for one model decoded together in one batch. Default: 4. */
-  readonly parallel: number
-  /** Contexts per loaded model (they share the weights and decode concurrently). Capacity = parallel × contexts. Default: 2. */
-  readonly contexts: number
-  /** Requests allowed to wait for a free sequence; beyond it 503 (Ollama's OLLAMA_MAX_QUEUE). Default: 512. */
-  readonly maxQueue: number
-  /** Whole-request limit, queueing included, in ms; 0 = none. Default: "5m". */
-  readonly requestTimeoutMs: number
-  /**
-   * After a time-out, how long the runner may take to end the cancelled job before it is killed and
-   * restarted (a native call that no abort reaches), in ms. Default: "5s".
-   */
-  readonly cancelGraceMs: number
-  /** Bytes of prompt text (prompt + system, or every message's content) a request may send; more is a 413; 0 = only the body limit. Default: "1M". */
-  readonly maxPromptBytes: number
-  /** Prompt tokens evaluated at most; a longer input keeps its end (or 400 with "truncate": false); 0 = what the context leaves for a reply. Default: 0. */
-  readonly maxPromptTokens: number
-  /** Largest options.num_predict a request may ask for (more is a 400), and the cap of an unset one; 0 = the context is the only cap. Default: 0. */
-  readonly maxNumPredict: number
-  /** How long an idle model stays loaded, in ms; -1 = forever ("-1"), 0 = unload when idle. Default: "5m". */
-  readonly keepAliveMs: number
-  /** Context window per sequence, in tokens, unless a request sets options.num_ctx; capped at the model's. Default: 2048. */
-  readonly numCtx: number
-  /** Models kept loaded at once; an idle least-recently-used one is unloaded to make room. Default: 3. */
-  readonly maxLoaded: number
-  /** Folder of *.gguf files served as "<file name>:latest". Default: "" (none). */
-  readonly modelsDir: string
-  /** An Ollama model store (folder with manifests/ and blobs/). "" = $OLLAMA_MODELS, else ~/.ollama/models if present; "off" = none. */
-  readonly ollamaModels: string
-  /** Serve the project's own deterministic tiny model as "lb-tiny:latest" (written beside the socket). Default: true. */
-  readonly builtinModel: boolean
-  /** Streamed pieces are sent at most this often (each still its own NDJSON line), in ms; 0 = every piece at once. Default: "50ms". */
-  readonly streamBatchMs: number
-  /** First delay before restarting a dead runner process, in ms; doubles per crash. Default: "100ms". */
-  readonly restartDelayMs: number
-  /** Upper bound of that delay, in ms. Default: "10s". */
-  readonly restartDelayMaxMs: number
-  /** [generation.models]: "name:tag" = "path/to/file.gguf" (absolute after checking). */
-  readonly models: Readonly<Record<string, string>>
-}
+// the shape lives in the config layer (core/config/generation.ts), which the loader may import
+export type { GenerationConf } from '../config/generation.js'
 
 const KEYS = [
   'enabled', 'socket', 'listen', 'workers', 'threads', 'parallel', 'contexts', 'max_queue', 'request_timeout',

@@ -7,7 +7,6 @@ import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
 import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { ResponseParser, type ResponseSink } from './response-parser.js'
-import type { ServerPool } from './pool.js'
 
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024)
 
@@ -21,9 +20,23 @@ export interface Exchange extends ResponseSink {
   readonly requestComplete: boolean
 }
 
+/**
+ * What a connection needs of the pool that owns it. ServerPool (pool.ts)
+ * implements it; pool.ts imports this module and never the reverse.
+ */
+export interface ConnectionOwner {
+  readonly server: { readonly host: string, readonly port: number, readonly path: string }
+  /** ms the server may stay silent while answering */
+  readonly serverTimeoutMs: number
+  /** the connection closed: drop it from the pool */
+  forget (conn: UpstreamConnection): void
+  /** the connection finished an exchange and may be reused */
+  release (conn: UpstreamConnection): void
+}
+
 export class UpstreamConnection implements ResponseSink, AtTurnEnd {
   readonly socket: net.Socket
-  readonly pool: ServerPool
+  readonly pool: ConnectionOwner
   readonly parser = new ResponseParser()
   exchange: Exchange | null = null
   connected = false
@@ -39,7 +52,7 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd {
   /** a whole request waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
   #atTurnEnd = ''
 
-  constructor (pool: ServerPool) {
+  constructor (pool: ConnectionOwner) {
     this.pool = pool
     const onread = { buffer: READ_BUFFER, callback: (n: number, buf: Uint8Array): boolean => this.#onRead(n, buf as Buffer) }
     const opts = pool.server.path !== ''

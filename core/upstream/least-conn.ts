@@ -3,7 +3,7 @@
 // stripes, so it sees what the other workers have in flight. Weighted as
 // HAProxy: lowest (inflight+1)/weight. Ties rotate from a shared cursor so
 // equal servers share the load evenly.
-import { type Balancer, type BalancerServer } from './balancer.js'
+import { type Balancer, type BalancerServer } from './balance.js'
 import { type Shm, C_INFLIGHT, V_CURSOR, serviceBase } from '../shm/layout.js'
 import { sumServer } from '../shm/counters.js'
 import { isUsable, weight } from '../shm/server-state.js'

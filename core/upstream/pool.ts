@@ -11,7 +11,7 @@
 // progressively in the same spirit, pool-purge-delay).
 import type { ServerConf } from '../config/dynamic.js'
 import { now } from '../clock.js'
-import { type Exchange, UpstreamConnection } from './connection.js'
+import { type ConnectionOwner, type Exchange, UpstreamConnection } from './connection.js'
 
 export interface PoolOptions {
   readonly maxIdle: number
@@ -25,7 +25,7 @@ const SURPLUS_IDLE_MS = 1_000
 const pools = new Set<ServerPool>()
 let sweeper: NodeJS.Timeout | null = null
 
-export class ServerPool {
+export class ServerPool implements ConnectionOwner {
   readonly server: ServerConf
   readonly maxIdle: number
   readonly connectTimeoutMs: number

@@ -10,7 +10,7 @@
 //
 // Usability is read for every server on every pick (O(n), as nginx's pick): a
 // passive mark-down ends by time, with no version bump to announce it.
-import { type Balancer, type BalancerServer } from './balancer.js'
+import { type Balancer, type BalancerServer } from './balance.js'
 import { V_CURSOR, serviceBase } from '../shm/layout.js'
 import { isUsable, serviceStateVersion, weight } from '../shm/server-state.js'
 

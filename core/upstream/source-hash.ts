@@ -4,7 +4,7 @@
 // worker and every restart agree, and adding or removing one server of n moves
 // only about 1/n of the clients. Weighted with the logarithmic method
 // (score = -weight / ln(u), u uniform in (0,1)).
-import { type Balancer, type BalancerServer, hash32, mix32 } from './balancer.js'
+import { type Balancer, type BalancerServer, hash32, mix32 } from './balance.js'
 import { isUsable, weight } from '../shm/server-state.js'
 
 export class SourceHash implements Balancer {

@@ -14,14 +14,14 @@ import {
 import { recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
-import { type Balancer, createBalancer, hash32 } from '../upstream/balancer.js'
+import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
 import { createMiddleware } from './middleware.js'
 import type { Slots } from '../protocol.js'
 import type { AccessLog } from './access-log.js'
-import { type Chain, EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
+import { EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
@@ -31,30 +31,9 @@ import { checkRequest } from './request-check.js'
 import { checkHost } from './request-host.js'
 import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
+import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
-export interface ServerRuntime {
-  readonly conf: ServiceConf['servers'][number]
-  readonly slot: number
-  readonly pool: ServerPool
-}
-
-export interface ServiceRuntime {
-  readonly conf: ServiceConf
-  readonly slot: number
-  readonly servers: readonly ServerRuntime[]
-  readonly balancer: Balancer
-  /** status service: who may read it */
-  readonly allow: (ip: string) => boolean
-  /** Host header for requests that came without one */
-  readonly hostFallback: string
-}
-
-export interface RouteTarget {
-  readonly service: ServiceRuntime | null
-  readonly chain: Chain
-  /** the router's request-stats slot (/metrics) */
-  readonly routerSlot: number
-}
+export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 const TEXT = ['content-type', 'text/plain'] as const
 const GEN_NO_TIMEOUT_MS = 24 * 3_600_000 // generation.request_timeout = "0": no time-out of its own
@@ -63,7 +42,7 @@ const HEALTH_BODY = 'OK\n'
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
 export type PoolCache = Map<string, ServerPool>
 
-export class DataPlane {
+export class DataPlane implements ExchangeHost {
   readonly conf: Config
   readonly shm: Shm
   readonly stripe: Stripe
@@ -77,6 +56,8 @@ export class DataPlane {
   /** request-path settings by entry point index */
   readonly #pathPolicies: PathPolicy[] = []
   readonly services = new Map<string, ServiceRuntime>()
+  /** this generation's middleware instances by name; retired (retireMiddlewares) when it is replaced */
+  readonly middlewares = new Map<string, Hooks>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
     this.conf = conf
@@ -92,8 +73,8 @@ export class DataPlane {
         pools.delete(key)
       }
     }
-    const hooks = new Map<string, Hooks>()
-    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, shm, log))
+    const hooks = this.middlewares
+    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log))
     const target = (r: RouterConf): RouteTarget => ({
       service: this.services.get(r.service) ?? null,
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),

@@ -12,6 +12,7 @@ import { Stripe } from '../shm/counters.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane, type PoolCache } from './dataplane.js'
 import { loadPluginModules } from '../../plugins/index.js'
+import { retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws } from './http.js'
 import { EntryPoints } from './listeners.js'
 import { cutExchanges } from './proxy.js'
@@ -40,7 +41,7 @@ async function main (): Promise<void> {
   const accessLog = new AccessLog(data.config.global.accessLog)
   const pools: PoolCache = new Map()
   // third-party plugin modules the config names are imported before a generation is built from it
-  await loadPluginModules(data.config.middlewares.map((m) => m.type), data.config.baseDir)
+  await loadPluginModules(data.config.middlewares.map((m) => m.type), data.config.baseDir, data.config.global.pluginsDir)
   let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools)
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
@@ -55,9 +56,12 @@ async function main (): Promise<void> {
       case 'config':
         // generations apply in arrival order; importing plugin modules a generation names is the only wait
         applying = applying
-          .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir))
+          .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir, msg.config.global.pluginsDir))
           .then(() => {
+            const retired = dp
             dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools)
+            // every generation makes its middleware instances anew: the replaced ones stop what they started
+            retireMiddlewares(retired.middlewares, log)
             generation = msg.generation
             post({ type: 'applied', index: data.index, generation })
             // every generation (SIGHUP included) re-reads the TLS files; changed certificates are served from now on
@@ -72,6 +76,7 @@ async function main (): Promise<void> {
         const writing = stripeBase(data.index) + G_WRITING
         const exit = (): void => {
           clearInterval(poll)
+          retireMiddlewares(dp.middlewares, log)
           accessLog.close()
           process.exit(0) // closes uWS first (the 'exit' handler): every client socket still open is closed
         }

@@ -15,16 +15,16 @@ import { pluginFor } from '../../plugins/index.js'
 function checkHooks (h: unknown): string {
   if (typeof h !== 'object' || h === null) return 'create() did not return hooks'
   const o = h as Record<string, unknown>
-  for (const k of ['onRequest', 'onResponse']) {
+  for (const k of ['onRequest', 'onResponse', 'teardown']) {
     if (o[k] !== undefined && typeof o[k] !== 'function') return `create() returned a ${k} that is not a function`
   }
   return ''
 }
 
-export function createMiddleware (m: MiddlewareConf, baseDir: string, shm: Shm, log: Logger): Hooks {
+export function createMiddleware (m: MiddlewareConf, baseDir: string, pluginsDir: string, shm: Shm, log: Logger): Hooks {
   const mlog = log.child({ middleware: m.name })
   let reason: string
-  const def = pluginFor(m.type, baseDir)
+  const def = pluginFor(m.type, baseDir, pluginsDir)
   if (def === undefined) reason = `plugin ${JSON.stringify(m.type)} is not loaded in this worker`
   else {
     try {
@@ -44,5 +44,17 @@ export function createMiddleware (m: MiddlewareConf, baseDir: string, shm: Shm, 
       ctx.reply = reply
       return HANDLED
     },
+  }
+}
+
+/** Retires a generation's middleware instances (a reload replaced them, or the worker stops): each plugin's teardown, once. */
+export function retireMiddlewares (instances: ReadonlyMap<string, Hooks>, log: Logger): void {
+  for (const [name, h] of instances) {
+    if (h.teardown === undefined) continue
+    try {
+      h.teardown()
+    } catch (err) {
+      log.error(formatError('LB_ERR_PLUGIN_TEARDOWN', { middleware: name, reason: err instanceof Error ? err.message : String(err) }), { code: 'LB_ERR_PLUGIN_TEARDOWN' })
+    }
   }
 }

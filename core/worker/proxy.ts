@@ -16,7 +16,7 @@ import { runResponseHooks } from './chain.js'
 import { forwardHead } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
-import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
+import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 /**
  * Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones
@@ -50,7 +50,7 @@ const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
 export class ProxyExchange implements Exchange {
-  readonly #dp: DataPlane
+  readonly #dp: ExchangeHost
   readonly #ctx: Ctx
   readonly #client: ClientResponse
   readonly #svc: ServiceRuntime
@@ -82,7 +82,7 @@ export class ProxyExchange implements Exchange {
   #headAt = 0
   requestComplete = false
 
-  constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
+  constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     this.#dp = dp
     this.#ctx = ctx
     this.#client = client

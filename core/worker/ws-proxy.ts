@@ -34,7 +34,7 @@ import { runResponseHooks } from './chain.js'
 import { forwardHead } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
-import type { DataPlane, RouteTarget, ServerRuntime, ServiceRuntime } from './dataplane.js'
+import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
 import { type FrameSink, FrameParser, NO_STATUS, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, closePayload, encodeFrame, isWireCloseCode } from './ws-frame.js'
 
@@ -69,7 +69,7 @@ const tunnels = new Set<WsTunnel>()
 let sweeper: NodeJS.Timeout | null = null
 
 export class WsTunnel implements WsSession, FrameSink, ResponseSink, AtTurnEnd {
-  readonly #dp: DataPlane
+  readonly #dp: ExchangeHost
   readonly #ctx: Ctx
   readonly #client: ClientResponse
   readonly #upgrade: WebSocketUpgrade
@@ -105,7 +105,7 @@ export class WsTunnel implements WsSession, FrameSink, ResponseSink, AtTurnEnd {
   readonly #feedCorked = (): void => { this.#readErr = this.#frames!.feed(this.#readBuf!, 0, this.#readLen) }
 
   /** `client` is a WebSocket upgrade (client.websocket set). */
-  constructor (dp: DataPlane, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
+  constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     this.#dp = dp
     this.#ctx = ctx
     this.#client = client

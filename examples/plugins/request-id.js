@@ -18,6 +18,7 @@ const CLIENT_ID = /^[A-Za-z0-9._-]{1,128}$/
 
 export default definePlugin(/** @type {import('lb/plugin').PluginDef<RequestIdConf>} */ ({
   name: 'requestId',
+  api: 1, // the plugin-API version this was written for (PLUGIN_API)
 
   // Runs in the control plane when the config loads (and on every reload).
   // Report problems on `c` with the key path; return a usable value anyway.

@@ -1,4 +1,4 @@
-// Issue 30 §1: capacities and saved state. lb check, lb run and the config API
+// Capacities and saved state. lb check, lb run and the config API
 // apply one capacity check with one message; the config API refuses a write
 // that does not fit before writing anything; a state file that cannot be
 // applied never stops a start; temp files of interrupted writes are removed.

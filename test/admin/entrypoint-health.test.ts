@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { loadConfig } from '../../core/config/load.js'
+import { loadConfig } from '../../core/configure.js'
 import { freePort, request, startBackend, startLb } from '../helpers.js'
 
 test('entry point health path: default, moved, off; GET and HEAD only', async (t) => {

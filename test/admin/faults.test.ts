@@ -1,4 +1,4 @@
-// Issue 30 §0: no request to a management surface, and no exception in the
+// No request to a management surface, and no exception in the
 // control plane, ends the process or stops the data plane. Every route of the
 // config API and the dashboard listener gets malformed escapes, over-long
 // paths and random bytes; then the data plane must still answer, the process

@@ -7,7 +7,7 @@ import { isUsable, recordFailure } from '../../core/shm/server-state.js'
 import { createBalancer, hash32 } from '../../core/upstream/balancer.js'
 import { smoothSequence } from '../../core/upstream/round-robin.js'
 import { SlotRegistry } from '../../core/control/slots.js'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 
 function setup (weights: number[], balance = 'roundrobin') {
   const shm = createShm(2)
@@ -85,7 +85,7 @@ function shares (a: ReturnType<typeof setup>['a'], b: ReturnType<typeof setup>['
   return picks
 }
 
-test('issue 30: a server down spreads its share over the others in proportion to their weights, exactly across two workers', () => {
+test('a server down spreads its share over the others in proportion to their weights, exactly across two workers', () => {
   const t = Date.now() | 0
   // 3 equal servers, one out (maintenance): the other two 50/50 (the old skip gave 2/3 to the next one)
   const eq = setup([1, 1, 1])

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 import { parseRule } from '../../core/config/rule.js'
 import { CLI, ROOT, tempDir } from '../helpers.js'
 
@@ -114,7 +114,7 @@ test('rules: precedence of && over ||, parentheses, several values', () => {
   assert.throws(() => parseRule('Path(`/a`'), /expected "," or "\)"/)
 })
 
-test('issue 30: an integer outside the 64-bit range and nesting deeper than 500 name their line and key', () => {
+test('an integer outside the 64-bit range and nesting deeper than 500 name their line and key', () => {
   assert.match(problems('[global]\nworkers = 2\n\n[limits]\nmax_body = 99999999999999999999\n'),
     /TOML syntax error: Integer literal is outside the 64-bit signed integer range.* \(line 5, column \d+, key limits\.max_body\)/)
   assert.match(problems(`[global]\nlog_level = "info"\n[middlewares.m]\ntype = "headers"\ndeep = ${'['.repeat(600)}${']'.repeat(600)}\n`),

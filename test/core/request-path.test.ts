@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert'
 import { describe, test } from 'node:test'
 import { ENCODED_CHARACTER_KEYS, type EncodedCharactersConf } from '../../core/config/static.js'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 import { DEFAULT_POLICY, PathRefused, compilePathPolicy, isNormalPath, normalizePath } from '../../core/worker/request-path.js'
 
 const NO_ESCAPES: EncodedCharactersConf = { slash: false, backSlash: false, nullCharacter: false, semicolon: false, percent: false, questionMark: false, hash: false }

@@ -1,4 +1,4 @@
-// Issue 30 §2: SIGTERM with requests still running at the end of drain_timeout.
+// SIGTERM with requests still running at the end of drain_timeout.
 // Each gets a 503 with Connection: close (or its connection closed when the
 // response head was already out), every upstream connection is closed, and
 // lb exits 0 (never SIGABRT) after logging how many requests it cut.

@@ -1,4 +1,4 @@
-// Issue 30 §3 (and the issue 29 point on POST): a request whose server fails
+// A request whose server fails
 // before any response byte is tried on another server, bounded by retries and
 // retry_timeout, never when its body cannot be replayed; a server that goes
 // down leaves shares in proportion to the weights of the others, exactly

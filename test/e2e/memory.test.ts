@@ -1,4 +1,4 @@
-// Issue 30 §4: 10,000 client connections, each with one request, held open
+// 10,000 client connections, each with one request, held open
 // together and then closed, three times. The first round grows the heap (V8
 // keeps what it grew for reuse); later rounds reuse it: resident memory after
 // the third round is within 5 MB of after the first (a leak grows each round).

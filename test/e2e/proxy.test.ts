@@ -342,7 +342,7 @@ check = false
     assert.equal(t.status, 504)
   })
 
-  test('a request whose connect fails is retried once on another server, a POST too: nothing of it was sent (issue 29)', async () => {
+  test('a request whose connect fails is retried once on another server, a POST too: nothing of it was sent', async () => {
     const bodies = await getMany(`${lb.url}/retry/x`, 10)
     assert.ok(bodies.every((b) => JSON.parse(b).n === 0), bodies.join('|'))
     const posts = await Promise.all(Array.from({ length: 6 }, () => request(`${lb.url}/retry/p`, { method: 'POST', body: 'x' })))

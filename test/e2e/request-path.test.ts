@@ -1,4 +1,4 @@
-// Issue 29 part 1 and the Host bullet of part 3, through the real balancer over
+// The request path and the Host check, through the real balancer over
 // raw sockets (a client library would clean the path up before sending it).
 // The file server is Python's http.server, a real backend that normalises
 // paths itself: before lb normalised them, /x/../private/secret.txt was routed

@@ -1,4 +1,4 @@
-// Response header semantics (issues 18 and 29), raw bytes both sides of a real
+// Response header semantics, raw bytes both sides of a real
 // 2-worker balancer: the headers a server's Connection names are not passed on;
 // 204 and 304 get no Content-Length the server did not send (a 204 never);
 // HEAD on a compressed route carries the fields GET does.
@@ -44,7 +44,7 @@ encodings = ["gzip"]
   })
   after(async () => { await lb.stop(); await backend.close() })
 
-  test('headers named in the server\'s Connection are not passed on (issue 18.6)', async () => {
+  test('headers named in the server\'s Connection are not passed on', async () => {
     const a = await exchange(lb.port, 'GET /hop HTTP/1.1\r\nhost: a\r\n\r\n')
     assert.equal(a.status, 200, a.text)
     const f = fields(a.responses[0]!.head)
@@ -52,7 +52,7 @@ encodings = ["gzip"]
     assert.ok(!f.some((l) => /^(x-secret|x-other|connection):/.test(l)), a.text)
   })
 
-  test('204 and 304: no Content-Length unless the server sent one, never on 204; the connection stays usable (issue 29.3)', async () => {
+  test('204 and 304: no Content-Length unless the server sent one, never on 204; the connection stays usable', async () => {
     const get = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\n\r\n`
     // one after the other on one connection: the answer after each must still be read right
     const a = await exchange(lb.port, [get('/204'), get('/next'), get('/304'), get('/next'), get('/204-with-length'),
@@ -76,7 +76,7 @@ encodings = ["gzip"]
     assert.equal(last!.body, 'ok')
   })
 
-  test('HEAD on a compressed route carries the fields GET does: Vary, Content-Encoding, the weak ETag (issue 29.3)', async () => {
+  test('HEAD on a compressed route carries the fields GET does: Vary, Content-Encoding, the weak ETag', async () => {
     const req = (method: string, enc: string): string => `${method} /z/text HTTP/1.1\r\nhost: a\r\naccept-encoding: ${enc}\r\n\r\n`
     const get = await exchange(lb.port, req('GET', 'gzip'), { ms: 3000 })
     const head = await exchange(lb.port, req('HEAD', 'gzip'))

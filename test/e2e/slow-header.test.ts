@@ -1,4 +1,4 @@
-// Issue 30 §4 and issue 18: a client that sends its request head too slowly,
+// A client that sends its request head too slowly,
 // or nothing, and an idle client keep-alive connection. uWebSockets.js 20.57
 // closes each of them itself after about 30 s of its own (per connection, from
 // its open or from the last answer on a keep-alive connection; bytes that do

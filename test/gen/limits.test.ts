@@ -1,4 +1,4 @@
-// Hostile and heavy generation requests (issues 18.4, 30): one large prompt
+// Hostile and heavy generation requests: one large prompt
 // must not stop generation for everyone, every per-request cost has a limit
 // with a clear error naming it, a time-out really frees the runner, and a bad
 // `context` token is a 400 that leaves the runner alive.

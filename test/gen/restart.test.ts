@@ -1,4 +1,4 @@
-// Issue 18.5: an lb stopped while its runner is busy and a second lb started at
+// An lb stopped while its runner is busy and a second lb started at
 // once on the same socket path. The first one, exiting late, must not remove
 // the socket file the second one made; and a socket file removed under a
 // running lb is bound again.

@@ -5,12 +5,15 @@
 // the shipped config in a read-only folder and systemd's STATE_DIRECTORY and
 // RUNTIME_DIRECTORY, check and serve; without those variables the paths point
 // into the read-only folder and both commands fail with one line naming it.
+// Plugins outside the install, by path and by package name (a package with lb
+// as an optional peer, installed with npm), load into the installed lb.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { type ChildProcess, type SpawnOptions, execFileSync, spawn, spawnSync } from 'node:child_process'
+import { chmodSync, chownSync, cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { test } from 'node:test'
-import { ROOT, request, shippedConfig, tempDir } from '../helpers.js'
+import { type TestContext, test } from 'node:test'
+import { ROOT, freePort, request, shippedConfig, startBackend, tempDir } from '../helpers.js'
+import { mwConfig, writeStampPackage } from '../plugins/setup.js'
 import { requireTool } from '../admin/util.js'
 
 const NOBODY = 65534
@@ -21,6 +24,21 @@ function unitCommand (unit: string, key: string): string[] {
   const m = new RegExp(`^${key}=(.+)$`, 'm').exec(unit)
   assert.ok(m !== null, `conf/lb.service has ${key}=`)
   return m[1]!.trim().split(/\s+/)
+}
+
+/** Starts `lb run` (however it is invoked) and waits for its log to match `ready`; killed after the test. */
+async function runUntil (t: TestContext, cmd: string, args: string[], opts: SpawnOptions, ready: RegExp):
+Promise<{ proc: ChildProcess, exited: Promise<number | null>, err: () => string }> {
+  const proc = spawn(cmd, args, { ...opts, stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve))
+  t.after(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
+  for (const end = Date.now() + 60_000; !ready.test(err);) {
+    assert.ok(proc.exitCode === null && Date.now() < end, `lb run did not start: ${err}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return { proc, exited, err: () => err }
 }
 
 test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze verify, the unit\'s commands as nobody', { timeout: 600_000 }, async (t) => {
@@ -43,6 +61,32 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
   const lb = join(prefix, 'bin', 'lb')
   assert.equal(execFileSync(lb, ['version'], { encoding: 'utf8' }), `lb ${VERSION}\n`)
   const unit = readFileSync(join(ROOT, 'conf', 'lb.service'), 'utf8')
+
+  await t.test('plugins outside the install import lb/plugin: by path next to the config, and a package with lb as an optional peer', async (t) => {
+    const cfg = join(root, 'site')
+    mkdirSync(cfg)
+    cpSync(join(prefix, 'lib', 'node_modules', 'lb', 'examples', 'plugins', 'request-id.js'), join(cfg, 'request-id.js'))
+    // the plugin package as its author publishes it (npm pack) and a user installs it: npm must not fetch an `lb` for it
+    writeStampPackage(join(root, 'src'))
+    execFileSync('npm', ['pack', '--silent', '--pack-destination', root], { cwd: join(root, 'src', 'lb-plugin-stamp'), stdio: ['ignore', 'ignore', 'pipe'] })
+    execFileSync('npm', ['install', '--prefix', cfg, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', join(root, 'lb-plugin-stamp-1.0.0.tgz')],
+      { cwd: cfg, stdio: ['ignore', 'ignore', 'pipe'] })
+    assert.deepEqual(readdirSync(join(cfg, 'node_modules')).filter((d) => !d.startsWith('.')), ['lb-plugin-stamp'], 'only the plugin is installed, no lb from the registry')
+    const backend = await startBackend('web', (req, res) => res.end(String(req.headers['x-request-id'])))
+    t.after(() => backend.close())
+    const port = await freePort()
+    const text = mwConfig(backend.address, '[middlewares.ids]\ntype = "./request-id.js"\n\n[middlewares.stamp]\ntype = "lb-plugin-stamp"\n', { '/': ['ids', 'stamp'] })
+    writeFileSync(join(cfg, 'lb.toml'), `[global]\nworkers = 1\naccess_log = "off"\n\n${text.replace('{{PORT}}', String(port))}`)
+    const check = spawnSync(lb, ['check', '-c', join(cfg, 'lb.toml')], { cwd: cfg, encoding: 'utf8' })
+    assert.equal(check.status, 0, check.stderr)
+    const { proc, exited, err } = await runUntil(t, lb, ['run', '-c', join(cfg, 'lb.toml')], { cwd: cfg }, /"msg":"started"/)
+    const r = await request(`http://127.0.0.1:${port}/`)
+    assert.equal(r.status, 200, r.body)
+    assert.equal(r.headers['x-request-id'], r.body, 'request-id (by path) sent its id upstream and back')
+    assert.equal(r.headers['x-stamp'], 'clock runs every 10ms', 'lb-plugin-stamp (by package name) ran on the installed lb\'s clock')
+    proc.kill('SIGTERM')
+    assert.equal(await exited, 0, err())
+  })
 
   await t.test('systemd-analyze verify accepts the unit, finding lb where npm put it', (t) => {
     const analyze = requireTool(t, 'systemd-analyze', 'systemd')
@@ -83,20 +127,12 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     assert.equal(check.status, 0, check.stderr)
     assert.match(check.stdout, /test is successful/)
 
-    const proc = spawn('setpriv', [...asNobody, ...argv('ExecStart')], { env, stdio: ['ignore', 'ignore', 'pipe'] })
-    let err = ''
-    proc.stderr.on('data', (d: Buffer) => { err += d.toString() })
-    const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve))
-    t.after(() => { if (proc.exitCode === null) proc.kill('SIGKILL') })
-    for (const end = Date.now() + 60_000; !/"msg":"management started"/.test(err);) {
-      assert.ok(proc.exitCode === null && Date.now() < end, `lb run did not start: ${err}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    const { proc, exited, err } = await runUntil(t, 'setpriv', [...asNobody, ...argv('ExecStart')], { env }, /"msg":"management started"/)
     assert.equal((await request(`http://127.0.0.1:${port}/health`)).status, 200)
     const sock = join(runtime, 'lb.sock')
     assert.match(execFileSync('socat', ['stdio', `unix-connect:${sock}`], { input: 'show info\n', encoding: 'utf8' }), /^Name: lb\n/)
     proc.kill('SIGTERM')
-    assert.equal(await exited, 0, err)
+    assert.equal(await exited, 0, err())
 
     // without systemd's variables the shipped paths fall back to ../run: ROOT/etc/run, inside the read-only folder
     const bare = { PATH: env.PATH, HOME: state }

@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { loadConfig } from '../../core/config/load.js'
+import { loadConfig } from '../../core/configure.js'
 import { ROOT, request, shippedConfig, startLb, tempDir } from '../helpers.js'
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')

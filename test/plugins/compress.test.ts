@@ -156,7 +156,7 @@ type = "compress"
     assert.equal((await get(`${lb.url}/png`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], undefined)
     assert.equal((await get(`${lb.url}/svg`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], 'gzip')
     assert.equal((await get(`${lb.url}/no-transform`, { 'accept-encoding': 'gzip' })).headers['content-encoding'], undefined)
-    // HEAD carries the fields GET would (issue 29.3; test/e2e/response-headers.test.ts), without a body
+    // HEAD carries the fields GET would (test/e2e/response-headers.test.ts), without a body
     const head = await get(`${lb.url}/page`, { 'accept-encoding': 'gzip' }, false, 'HEAD')
     assert.equal(head.headers['content-encoding'], 'gzip')
     assert.equal(head.headers.vary, 'Accept-Encoding')

@@ -1,8 +1,10 @@
 // Shared by the middleware tests: a balancer config with one backend and
 // routers carrying middlewares, and config-problem capture.
 import { strict as assert } from 'node:assert'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
-import { parseConfig } from '../../core/config/load.js'
+import { join } from 'node:path'
+import { parseConfig } from '../../core/configure.js'
 import { type Reply, request } from '../helpers.js'
 
 /**
@@ -61,4 +63,29 @@ export function statuses (rs: Reply[]): Record<number, number> {
   const c: Record<number, number> = {}
   for (const r of rs) c[r.status] = (c[r.status] ?? 0) + 1
   return c
+}
+
+/** A plugin package as a user installs one: lb is its optional peer, lb/plugin its only import of lb. */
+export function writeStampPackage (nodeModules: string): void {
+  const dir = join(nodeModules, 'lb-plugin-stamp')
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({
+    name: 'lb-plugin-stamp', version: '1.0.0', type: 'module', main: 'index.js',
+    peerDependencies: { lb: '0.x' }, peerDependenciesMeta: { lb: { optional: true } },
+  }))
+  writeFileSync(join(dir, 'index.js'), `import { CLOCK_MS, HEADER_NAME, PLUGIN_API, addResponseHeaders, definePlugin, now } from 'lb/plugin'
+export default definePlugin({
+  name: 'stamp',
+  api: PLUGIN_API,
+  validate (c, t, path) {
+    c.table(t, path, ['header'])
+    const header = c.string(t, 'header', path, 'x-stamp')
+    if (!HEADER_NAME.test(header)) c.problem(path + '.header', 'a header name', header)
+    return { header }
+  },
+  create (conf) {
+    return { onRequest (ctx) { addResponseHeaders(ctx, [conf.header, 'clock ' + (now() > 0 ? 'runs' : 'stopped') + ' every ' + CLOCK_MS + 'ms']); return 0 } }
+  },
+})
+`)
 }

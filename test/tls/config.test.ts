@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { copyFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { before, test } from 'node:test'
-import { parseConfig } from '../../core/config/load.js'
+import { parseConfig } from '../../core/configure.js'
 import { CLI, ROOT, tempDir } from '../helpers.js'
 import { type Certs, makeCerts } from './certs.js'
 

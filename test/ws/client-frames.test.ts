@@ -1,4 +1,4 @@
-// Client frames that break RFC 6455 (issue 29.3), through the real balancer
+// Client frames that break RFC 6455, through the real balancer
 // (2 workers) to a real `ws` server, with raw sockets: an unmasked client frame,
 // and a new data frame inside an unfinished fragmented message. uWS parses
 // client frames itself, before lb sees them (README "Request forms at the edge" says

@@ -3,7 +3,7 @@
 // Transfer-Encoding, one Host, no header the client named in Connection, no
 // transfer coding but chunked; and the path in normal form (RFC 3986 §6.2.2:
 // no dot segments, no escaped unreserved characters, upper-case escapes) with
-// no ambiguous escape (issue 29 part 1).
+// no ambiguous escape.
 
 /** The first problem with the forwarded request head `raw` (latin1), or null. */
 export function headProblem (raw: string, hopNames: string[]): string | null {

@@ -1,0 +1,23 @@
+// What the sampler and the server view need of the running balancer: the admin
+// context (context.ts) before the sampler exists. Its own module so that
+// context.ts can name the Sampler without sampler.ts importing it back.
+import type { Config } from '../config/load.js'
+import type { SlotRegistry } from '../control/slots.js'
+import type { Logger } from '../log.js'
+import type { Shm } from '../shm/layout.js'
+import type { ConfigStore } from './config-store.js'
+
+export interface AdminCore {
+  readonly configPath: string
+  readonly config: () => Config
+  readonly generation: () => number
+  readonly shm: Shm
+  readonly slots: SlotRegistry
+  readonly log: Logger
+  readonly apply: (next: Config) => Promise<string[]>
+  /** problems when `next` does not fit the shared memory's capacities (core/config/capacity.ts); empty = fits */
+  readonly fits: (next: Config) => string[]
+  /** process start, ms since the epoch */
+  readonly startedAt: number
+  readonly store: ConfigStore
+}

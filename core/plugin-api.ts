@@ -1,0 +1,28 @@
+// The one door for plugins: package.json exports this module as "lb/plugin",
+// and every plugin, built-in (plugins/*.ts) or third-party, imports lb only
+// through it. It gathers the contract (core/plugin.ts) and the helpers a
+// plugin needs, so core modules can change behind it; a test
+// (test/core/import-graph.test.ts) fails when a file under plugins/ imports
+// core/ by any other way. lb hands this same module to third-party plugins
+// however lb was installed (core/plugin-resolve.ts).
+export * from './plugin.js'
+
+// config validation: the Checker's readers and the helpers built-ins use
+export { type Checker, type Table, HEADER_NAME, checkRealm, describe, join, parseDuration, parseSize, resolvePath } from './config/check.js'
+// error lines in lb's format: "LB_ERR_X: message" (codes in core/errors.ts, ERRORS.md)
+export { type ErrorCode, formatError } from './errors.js'
+// the coarse clock: ms since the epoch, updated every CLOCK_MS; cheaper than Date.now() per request
+export { CLOCK_MS, now } from './clock.js'
+export type { Logger } from './log.js'
+export type { Shm } from './shm/layout.js'
+export type { Ctx, Reply } from './worker/context.js'
+// the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
+export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
+// the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
+export { sumGlobal, sumServer } from './shm/counters.js'
+// authentication: htpasswd entries and a bounded cache of verdicts
+export { type HtpasswdEntry, decoyOf, parseEntry, verifyAsync, verifySync } from './auth/htpasswd.js'
+export { VerdictCache } from './auth/verdict-cache.js'
+// client addresses: IP and CIDR parsing, allow lists, the client address behind trusted proxies
+export { type Cidr, allowList, canonicalIp, cidrContains, parseCidr, parseIp } from './net/ip.js'
+export { type SourceConf, type SourceOf, SOURCE_KEYS, checkCidrs, checkSource, compileCidrs, compileSource } from './net/source.js'

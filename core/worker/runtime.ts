@@ -1,0 +1,57 @@
+// The per-generation runtime shapes the data plane (dataplane.ts) builds and
+// the proxies (proxy.ts, ws-proxy.ts, tcp-proxy.ts) use, and ExchangeHost: what
+// a proxy needs of the data plane. In their own module so the proxies never
+// import dataplane.ts, which creates them.
+import type { ServiceConf } from '../config/dynamic.js'
+import type { ErrorCode } from '../errors.js'
+import type { Logger } from '../log.js'
+import type { Config } from '../config/load.js'
+import type { Stripe } from '../shm/counters.js'
+import type { Shm } from '../shm/layout.js'
+import type { Balancer } from '../upstream/balance.js'
+import type { ServerPool } from '../upstream/pool.js'
+import type { Chain } from './chain.js'
+import type { ClientResponse } from './client.js'
+import type { Ctx } from './context.js'
+
+export interface ServerRuntime {
+  readonly conf: ServiceConf['servers'][number]
+  readonly slot: number
+  readonly pool: ServerPool
+}
+
+export interface ServiceRuntime {
+  readonly conf: ServiceConf
+  readonly slot: number
+  readonly servers: readonly ServerRuntime[]
+  readonly balancer: Balancer
+  /** status service: who may read it */
+  readonly allow: (ip: string) => boolean
+  /** Host header for requests that came without one */
+  readonly hostFallback: string
+}
+
+export interface RouteTarget {
+  readonly service: ServiceRuntime | null
+  readonly chain: Chain
+  /** the router's request-stats slot (/metrics) */
+  readonly routerSlot: number
+}
+
+/** What an exchange (proxy.ts, ws-proxy.ts, tcp-proxy.ts) needs of the data plane that started it (DataPlane). */
+export interface ExchangeHost {
+  readonly conf: Config
+  readonly shm: Shm
+  readonly stripe: Stripe
+  readonly log: Logger
+  /** a server of `svc` for this client, counted in flight; -1 when none is usable */
+  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number
+  /** the exchange on a claimed server ended; bytes for the server's counters */
+  releaseServer (slot: number, bytesIn: number, bytesOut: number): void
+  /** a connect (connectPhase) or response failure; `passive` marks the server down after max_fails */
+  failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive?: boolean): void
+  /** answers with an lb error page and counts the request */
+  error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close?: boolean, extra?: readonly string[]): void
+  /** counts a finished request and writes its access-log line */
+  finish (ctx: Ctx): void
+}
