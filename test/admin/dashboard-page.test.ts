@@ -23,7 +23,7 @@ async function startChromium (bin: string): Promise<{ proc: ChildProcess, port: 
   const dir = tempDir('lb-chromium-')
   const proc = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-dev-shm-usage', `--user-data-dir=${dir}`, '--remote-debugging-port=0',
-    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir } }) // its own temporary files go into the folder removed after the test
+    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir }, detached: true }) // its own temporary files go into the folder removed after the test
   let err = ''
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chromium did not start: ${err}`)), 20_000)
@@ -120,8 +120,9 @@ check = false
   const chrome = await startChromium(bin)
   t.after(async () => {
     const exited = new Promise((r) => chrome.proc.once('exit', r))
-    if (chrome.proc.exitCode === null) chrome.proc.kill('SIGKILL')
-    await exited
+    // the whole process group: chromium's helper processes write into the profile until they are gone
+    try { process.kill(-chrome.proc.pid!, 'SIGKILL') } catch { /* already gone */ }
+    if (chrome.proc.exitCode === null && chrome.proc.signalCode === null) await exited
     rmSync(chrome.dir, { recursive: true, force: true, maxRetries: 5 })
   })
   const cdp = await connect(chrome.port, `${a.dash}/dashboard/`)
@@ -177,7 +178,8 @@ check = false
   assert.match(byName['web/w1']!.check!, /^L7OK 200 in \d+ ms$/)
   assert.equal(byName['broken/x']!.check, 'not checked')
   assert.ok(Number(byName['broken/x']!.errors) >= 3, `errors of x: ${byName['broken/x']!.errors}`)
-  assert.equal(byName['web/w1']!.inflight, '0')
+  // one client sends one request at a time while the page is read: at most one in flight
+  assert.match(byName['web/w1']!.inflight!, /^[01]$/)
   const [max4xx, max5xx] = seen.errorMax.split(',').map(Number)
   assert.ok(max4xx! > 0 && max5xx! > 0, `4xx and 5xx rates charted: ${seen.errorMax}`)
   assert.ok(Number(seen.rateMax) > 5, `request rate charted: ${seen.rateMax}`)
