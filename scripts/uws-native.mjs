@@ -119,15 +119,25 @@ function writeAtomic (path, data) {
 /**
  * The install step; returns what it did, for the log and the tests:
  * 'as-is', 'patched', 'kept' (already patched), or 'skipped: <why>'.
- * Throws on a binary whose sha256 is not the recorded one.
+ * Throws on a binary whose sha256 is not the recorded one. Every binary of
+ * this platform and architecture is checked and, on glibc 2.36-2.37, copied:
+ * a Node of another ABI on the same machine (a second install, an upgrade, or
+ * a service started with the system's Node) finds its copy too.
  */
 export function install ({ glibc = glibcVersion(), cc = process.env.CC || 'cc', log = () => {} } = {}) {
   const m = manifest()
-  const name = binaryName()
-  const rec = m.binaries[name]
-  if (rec === undefined) return `skipped: no ${name} in uWebSockets.js ${m.version} (Node ${process.versions.node}, ABI ${process.versions.modules})`
-  const orig = readFileSync(join(packageDir(), name))
-  if (sha256(orig) !== rec.sha256) throw new Error(`${name}: sha256 ${sha256(orig)} is not the recorded ${rec.sha256} (native/uws.json)`)
+  const own = binaryName()
+  if (m.binaries[own] === undefined) return `skipped: no ${own} in uWebSockets.js ${m.version} (Node ${process.versions.node}, ABI ${process.versions.modules})`
+  const pkg = packageDir()
+  const prefix = `uws_${process.platform}_${process.arch}_`
+  const origs = new Map()
+  for (const name of readdirSync(pkg).filter((f) => f.startsWith(prefix) && f.endsWith('.node')).sort()) {
+    const rec = m.binaries[name]
+    if (rec === undefined) continue
+    const orig = readFileSync(join(pkg, name))
+    if (sha256(orig) !== rec.sha256) throw new Error(`${name}: sha256 ${sha256(orig)} is not the recorded ${rec.sha256} (native/uws.json)`)
+    origs.set(name, orig)
+  }
   const p = plan(glibc)
   const dir = buildDir(m)
   if (p === 'as-is') {
@@ -135,9 +145,9 @@ export function install ({ glibc = glibcVersion(), cc = process.env.CC || 'cc', 
     return 'as-is'
   }
   if (p === 'none') return `skipped: glibc ${glibc === null ? 'not found' : glibc.join('.')} (the binary needs glibc 2.36 or newer)`
-  const copy = join(dir, name)
   const shim = join(dir, 'libisoc23.so')
-  if (existsSync(shim) && existsSync(copy) && sha256(readFileSync(copy)) === rec.weak) return 'kept'
+  const current = (name) => existsSync(join(dir, name)) && sha256(readFileSync(join(dir, name))) === m.binaries[name].weak
+  if (existsSync(shim) && [...origs.keys()].every(current)) return 'kept'
   mkdirSync(dir, { recursive: true })
   try {
     log(`building ${shim} with ${cc}`)
@@ -147,10 +157,12 @@ export function install ({ glibc = glibcVersion(), cc = process.env.CC || 'cc', 
     rmSync(shim + '.tmp', { force: true })
     return `skipped: cannot build the glibc 2.38 shim with ${cc} (${err.code === 'ENOENT' ? 'no C compiler' : String(err.stderr ?? err.message).trim().split('\n')[0]})`
   }
-  const buf = Buffer.from(orig)
-  markVersionWeak(buf, 'GLIBC_2.38')
-  if (sha256(buf) !== rec.weak) throw new Error(`${name}: patched sha256 ${sha256(buf)} is not the recorded ${rec.weak} (native/uws.json)`)
-  writeAtomic(copy, buf)
+  for (const [name, orig] of origs) {
+    const buf = Buffer.from(orig)
+    markVersionWeak(buf, 'GLIBC_2.38')
+    if (sha256(buf) !== m.binaries[name].weak) throw new Error(`${name}: patched sha256 ${sha256(buf)} is not the recorded ${m.binaries[name].weak} (native/uws.json)`)
+    writeAtomic(join(dir, name), buf)
+  }
   return 'patched'
 }
 
