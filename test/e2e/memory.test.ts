@@ -1,7 +1,10 @@
 // 10,000 client connections, each with one request, held open
-// together and then closed, three times. The first round grows the heap (V8
+// together and then closed, three times. The first rounds grow the heap (V8
 // keeps what it grew for reuse); later rounds reuse it: resident memory after
 // the third round is within 5 MB of after the first (a leak grows each round).
+// Three rounds of warm-up come first: on Node 22 resident memory settles only
+// after about 40,000 connections (measured over seven rounds: 150, 161, 188,
+// 201, 201, 202, 202 MB), on Node 20 after the first 10,000.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
@@ -10,6 +13,7 @@ import { simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
 
 const CONNECTIONS = 10_000
 const BATCH = 50
+const WARM_UP = 3
 
 /** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
 async function settledRss (pid: number): Promise<number> {
@@ -44,11 +48,12 @@ test('10,000 connections opened and closed three times: memory after round 3 wit
   const lb = await startLb(simpleConfig([b.address]))
   t.after(async () => { await lb.stop(); await b.close() })
   const before = await settledRss(lb.proc.pid!)
+  for (let r = 0; r < WARM_UP; r++) await round(lb.port, CONNECTIONS)
   const after: number[] = []
   for (let r = 0; r < 3; r++) {
     await round(lb.port, CONNECTIONS)
     after.push(await settledRss(lb.proc.pid!))
   }
-  t.diagnostic(`RSS MB: before ${before.toFixed(1)}, after each round ${after.map((x) => x.toFixed(1)).join(', ')}`)
+  t.diagnostic(`RSS MB: before ${before.toFixed(1)}, after each round past the warm-up ${after.map((x) => x.toFixed(1)).join(', ')}`)
   assert.ok(after[2]! - after[0]! < 5, `RSS grew from ${after[0]!.toFixed(1)} MB to ${after[2]!.toFixed(1)} MB`)
 })
