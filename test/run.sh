@@ -15,7 +15,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/lb-tests-XXXXXX") || exit 1
 chmod 0755 "$tmp"
 TMPDIR=$tmp node --test --test-concurrency=1 --test-timeout=120000 "${files[@]}"
 status=$?
-# node-compile-cache: the module cache npm enables on Node 22 (module.enableCompileCache) when a test runs npm; not a test's
+# node-compile-cache: the module cache tsc enables on Node 22 (module.enableCompileCache) when a test packs lb (prepack builds); not a test's
 left=$(find "$tmp" -mindepth 1 -maxdepth 1 ! -name node-compile-cache -printf '  %f\n' | sort)
 if [ -n "$left" ]; then
   echo "test run: the tests left these in TMPDIR ($tmp); a test must remove what it creates:" >&2
