@@ -29,6 +29,7 @@ export const ERRORS = {
   LB_ERR_CONTENT_LENGTH: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },
   LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
+  LB_ERR_METHOD_NOT_IMPLEMENTED: { status: 501, message: 'not implemented: method {method} (lb forwards neither CONNECT tunnels nor TRACE)' },
   LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
   // request path and Host, decided before routing (core/worker/request-path.ts, request-host.ts)
   LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
