@@ -43,8 +43,11 @@ function apiCase (rng: Rng): ApiCase {
   const server = { name: `s${rng.int(20)}`, address: '127.0.0.1', port: 1 + rng.int(65535), weight: 1 + rng.int(10), check: rng.pick(['enabled', 'disabled']), maintenance: 'disabled' }
   const which = rng.int(3)
   const value = which === 0 ? mutate(rng, backend) : which === 1 ? mutate(rng, server) : rng.chance(0.5) ? mutate(rng, { admin_state: 'ready' }) : jsonValue(rng)
+  const name = (value as { name?: unknown } | null)?.name
+  // a mutated name may be any JSON value, or an object String() cannot convert
+  const nameSegment = typeof name === 'string' ? name : name === undefined ? backend.name : JSON.stringify(name)
   const target = which === 0
-    ? `${CFG}/backends${rng.chance(0.5) ? `/${(value as { name?: unknown })?.name ?? backend.name}` : ''}${query(rng)}`
+    ? `${CFG}/backends${rng.chance(0.5) ? `/${nameSegment}` : ''}${query(rng)}`
     : which === 1
       ? `${CFG}/servers${rng.chance(0.5) ? `/${server.name}` : ''}?backend=${rng.chance(0.8) ? 'web' : segment(rng)}`
       : `/v2/services/lb/runtime/servers/${segment(rng)}?backend=web`

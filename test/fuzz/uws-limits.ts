@@ -90,7 +90,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
     surface: 'http',
     keys: ['host/forwarded', 'header-syntax/forwarded', 'mutation/forwarded'],
     does: 'strips spaces and tabs around a header value (RFC 9110 §5.5: they are not part of it): `Host: a\\t` is routed and forwarded as `a`',
-    readme: '| spaces or tabs around a header value |',
+    readme: '| spaces or tabs around a header value',
     when: (b) => /:[^\r\n]*[ \t]\r\n/.test(head(b)),
     outcome: (got) => got.startsWith('lb: status 200'),
   },
