@@ -57,7 +57,7 @@ function findServer (conf: Config, backend: string, name: string): ServiceConf['
 }
 
 function draftBackend (d: Draft, name: string): Table {
-  const t = d.services[name]
+  const t = Object.hasOwn(d.services, name) ? d.services[name] : undefined
   if (t === undefined || (t.kind !== undefined && t.kind !== 'proxy')) throw new ApiError(404, `missing object: Backend ${name} does not exist`)
   return t
 }

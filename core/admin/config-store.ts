@@ -84,7 +84,7 @@ export class ConfigStore {
       set: (name, table) => {
         if (table === null) {
           delete services[name]
-          if (name in tomlServices) backends[name] = null
+          if (Object.hasOwn(tomlServices, name)) backends[name] = null
           else delete backends[name]
         } else {
           services[name] = table

@@ -53,7 +53,7 @@ function apiCase (rng: Rng): ApiCase {
     : which === 1
       ? `${CFG}/servers${rng.chance(0.5) ? `/${server.name}` : ''}?backend=${rng.chance(0.8) ? 'web' : segment(rng)}`
       : `/v2/services/lb/runtime/servers/${segment(rng)}?backend=web`
-  return { family: which === 0 ? 'backend-body' : which === 1 ? 'server-body' : 'runtime-body', listener: 'admin', bytes: rawRequest(rng.pick(['POST', 'PUT', 'PUT', method]), encodeURI(target).replace(/%25/g, '%'), bodyText(rng, value)) }
+  return { family: which === 0 ? 'backend-body' : which === 1 ? 'server-body' : 'runtime-body', listener: 'admin', bytes: rawRequest(rng.pick(['POST', 'PUT', 'PUT', method]), encodeURI(target.replace(/\p{Cs}/gu, '\uFFFD')).replace(/%25/g, '%'), bodyText(rng, value)) }
 }
 
 test('config and dashboard APIs: every request gets a status under 500, and lb stays up', async (t) => {
