@@ -111,15 +111,16 @@ export class Transactions {
     return [...this.#txs.values()].filter((t) => status === null || t.status === status).map(model)
   }
 
-  #preview (changes: readonly Change[]): { config: Config } | { invalid: ApiError } {
-    return this.#store.preview((d) => { for (const c of changes) c(d) })
+  /** `t`'s configuration with `changes` replayed (the change's own ApiErrors are thrown) */
+  #view (t: Tx, changes: readonly Change[]): TxView {
+    const p = this.#store.preview((d) => { for (const c of changes) c(d) })
+    return 'config' in p ? { config: p.config, invalid: null, version: t.version } : { config: null, invalid: p.invalid, version: t.version }
   }
 
   /** The configuration as transaction `id` would leave it. */
   view (id: string): TxView {
     const t = this.#staging(id)
-    const p = this.#preview(t.changes)
-    return 'config' in p ? { config: p.config, invalid: null, version: t.version } : { config: null, invalid: p.invalid, version: t.version }
+    return this.#view(t, t.changes)
   }
 
   /**
@@ -130,9 +131,9 @@ export class Transactions {
    */
   record (id: string, change: Change): TxView {
     const t = this.#staging(id)
-    const p = this.#preview([...t.changes, change])
+    const v = this.#view(t, [...t.changes, change])
     t.changes.push(change)
-    return 'config' in p ? { config: p.config, invalid: null, version: t.version } : { config: null, invalid: p.invalid, version: t.version }
+    return v
   }
 
   /**
