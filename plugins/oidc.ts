@@ -23,6 +23,8 @@ import { Issuer, reason } from './oidc-issuer.js'
 
 const LOGIN_TTL_MS = 10 * 60_000
 const CACHE_SIZE = 4096
+/** a refresh the provider could not answer is tried again after this (ms) */
+const REFRESH_RETRY_MS = 10_000
 const TEXT = 'text/plain; charset=utf-8'
 
 /** A session as the request path uses it: the cookie's content plus when to refresh. */
@@ -157,26 +159,36 @@ export default definePlugin<OidcConf>({
       return answer(ctx, reply(302, 'signed out', ['location', to, 'set-cookie', setCookie(conf.cookieName, '', 0, attrs(ctx))]))
     }
 
-    /** New tokens for a session near their expiry: a new cookie on the response, or null when the provider refuses (login again). */
+    /**
+     * New tokens for a session near their expiry: a new cookie on the response, or null when the
+     * provider refuses (login again). A provider that cannot be reached does not end the session:
+     * it carries on until its lifetime ends, and the refresh is tried again REFRESH_RETRY_MS later.
+     */
     const refresh = (ctx: Ctx, old: string, s: Session): Promise<Session | null> => {
-      const cfg = issuer.config
-      if (cfg === null) return Promise.resolve(s.t > Date.now() ? s : null) // provider away: the tokens still valid carry on
       let p = refreshing.get(s.r)
       if (p === undefined) {
-        p = client.refreshTokenGrant(cfg, s.r).then(async (tokens) => {
-          const claims = tokens.claims() === undefined ? undefined : await withUserInfo(cfg, tokens)
-          const next = sessionOf(tokens, claims ?? {}, s, Date.now())
-          const no = claims === undefined ? '' : refusal(conf, claims)
-          if (no !== '') env.log.info('user no longer allowed', { user: next.u, reason: no })
-          return no === '' ? (claims === undefined ? { ...next, u: s.u, h: s.h } : next) : null
-        }, (err: unknown) => {
-          env.log.info('token refresh failed', { user: s.u, reason: reason(err) })
-          return isNetwork(err) && s.t > Date.now() ? s : null
-        }).finally(() => refreshing.delete(s.r))
+        const run = async (): Promise<Session | null> => {
+          const cfg = issuer.config
+          if (cfg === null) return s
+          try {
+            const tokens = await client.refreshTokenGrant(cfg, s.r)
+            if (tokens.claims() === undefined) return { ...sessionOf(tokens, {}, s, Date.now()), u: s.u, h: s.h }
+            const claims = await withUserInfo(cfg, tokens)
+            const no = refusal(conf, claims)
+            if (no === '') return sessionOf(tokens, claims, s, Date.now())
+            env.log.info('user no longer allowed', { user: userOf(claims), reason: no })
+            return null
+          } catch (err) {
+            env.log.info('token refresh failed', { user: s.u, reason: reason(err) })
+            return isNetwork(err) ? s : null
+          }
+        }
+        p = run().finally(() => refreshing.delete(s.r))
         refreshing.set(s.r, p)
       }
       return p.then((next) => {
-        if (next !== null && next !== s) {
+        if (next === s) cache.set(old, { s, refreshAt: (now() + REFRESH_RETRY_MS) | 0 }, now(), s.e - Date.now())
+        else if (next !== null) {
           const sealed = sealer.sealSession(next)
           cache.set(sealed, live(next), now(), next.e - Date.now())
           // requests still carrying the old cookie (sent before this answer arrived) ride on the new tokens

@@ -7,9 +7,33 @@
 // "api" (client credentials, whose access tokens are JWTs for audience "lb").
 // Any login name with any password signs in: "ann" becomes ann@example.com in
 // groups ["staff"], "admin@corp.test" is in ["admins", "staff"].
+import { randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import Provider from 'oidc-provider'
+import { type Backend, startBackend, tempDir } from '../helpers.js'
+
+/** the cookie key of the middlewares under test (tests seal their own cookies with it) */
+export const COOKIE_KEY = randomBytes(32)
+
+/** secrets in files, as the middleware reads them */
+export function secrets (): { dir: string, toml: string } {
+  const dir = tempDir('lb-oidc-')
+  writeFileSync(join(dir, 'client-secret'), 'lb-secret\n')
+  writeFileSync(join(dir, 'cookie-secret'), COOKIE_KEY.toString('base64') + '\n')
+  return { dir, toml: `client_id = "lb"\nclient_secret_file = "${join(dir, 'client-secret')}"\ncookie_secret_file = "${join(dir, 'cookie-secret')}"` }
+}
+
+export function echo (): Promise<Backend> {
+  return startBackend('web', (req, res) => {
+    req.resume()
+    req.on('end', () => res.end(JSON.stringify({ path: req.url, headers: req.headers })))
+  })
+}
+
+export const seen = (body: string): Record<string, string> => (JSON.parse(body) as { headers: Record<string, string> }).headers
 
 export interface Idp {
   readonly issuer: string

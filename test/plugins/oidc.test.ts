@@ -12,29 +12,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { CookieSealer } from '../../plugins/oidc-cookie.js'
-import { type Backend, CLI, freePort, request, startBackend, tempDir } from '../helpers.js'
+import { type Backend, CLI, freePort, request, tempDir } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { type Idp, Client, startIdp } from './oidc-idp.js'
+import { type Idp, COOKIE_KEY, Client, echo, secrets, seen, startIdp } from './oidc-idp.js'
 import { mwConfig, oneMiddleware, problems } from './setup.js'
-
-export const COOKIE_KEY = randomBytes(32)
-
-/** secrets in files, as the middleware reads them */
-export function secrets (): { dir: string, toml: string } {
-  const dir = tempDir('lb-oidc-')
-  writeFileSync(join(dir, 'client-secret'), 'lb-secret\n')
-  writeFileSync(join(dir, 'cookie-secret'), COOKIE_KEY.toString('base64') + '\n')
-  return { dir, toml: `client_id = "lb"\nclient_secret_file = "${join(dir, 'client-secret')}"\ncookie_secret_file = "${join(dir, 'cookie-secret')}"` }
-}
-
-export function echo (): Promise<Backend> {
-  return startBackend('web', (req, res) => {
-    req.resume()
-    req.on('end', () => res.end(JSON.stringify({ path: req.url, headers: req.headers })))
-  })
-}
-
-export const seen = (body: string): Record<string, string> => (JSON.parse(body) as { headers: Record<string, string> }).headers
 
 describe('oidc config validation', () => {
   test('the cookie secret must be 32 bytes: lb check refuses another size with a clear message', () => {
