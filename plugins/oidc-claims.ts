@@ -2,6 +2,7 @@
 // rules over a user's claims (allowed email domains, claim matches) and the
 // claims it forwards as request headers. Used at login, at each refresh, and
 // for every new bearer token; the session cookie keeps the result.
+import { claimHeaderValue } from 'lb/plugin'
 import type { OidcConf } from './oidc-config.js'
 
 type Claims = Readonly<Record<string, unknown>>
@@ -23,18 +24,12 @@ export function refusal (conf: OidcConf, claims: Claims): string {
   return ''
 }
 
-/** A claim as a header value: printable ASCII only (others escaped \uXXXX), so nothing can split the header. */
-function headerValue (v: unknown): string {
-  const s = typeof v === 'string' ? v : JSON.stringify(v) ?? ''
-  return s.replace(/[^\x20-\x7e]/g, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'))
-}
-
 /** flat [header, value, ...] of the forwarded claims the user has */
 export function claimHeaders (conf: OidcConf, claims: Claims): string[] {
   const out: string[] = []
   for (const [claim, header] of conf.forward) {
     const v = claims[claim]
-    if (v !== undefined) out.push(header, headerValue(v))
+    if (v !== undefined) out.push(header, claimHeaderValue(v))
   }
   return out
 }
