@@ -152,7 +152,7 @@ export function validateOidc (c: Checker, t: Table, path: string, baseDir: strin
     skipPaths,
     bearer: c.bool(t, 'bearer', path, true),
     bearerAudience: c.string(t, 'bearer_audience', path, clientId),
-    discoveryRefreshMs: c.duration(t, 'discovery_refresh', path, 3_600_000, 10_000),
+    discoveryRefreshMs: c.duration(t, 'discovery_refresh', path, 3_600_000, 1_000),
     timeoutMs: c.duration(t, 'timeout', path, 5_000, 100),
   }
 }

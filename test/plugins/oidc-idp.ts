@@ -40,6 +40,8 @@ export interface Idp {
   readonly port: number
   /** grant types the token endpoint served, in order ("authorization_code", "refresh_token", ...) */
   readonly grants: string[]
+  /** discovery documents served so far */
+  readonly discoveries: () => number
   close (): Promise<void>
 }
 
@@ -93,11 +95,14 @@ export async function startIdp (o: IdpOptions): Promise<Idp> {
   })
   const grants: string[] = []
   provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: string } } }) => { grants.push(String(ctx.oidc.params?.grant_type)) })
+  let discoveries = 0
+  server.on('request', (req: http.IncomingMessage) => { if (req.url === '/.well-known/openid-configuration') discoveries++ })
   server.on('request', provider.callback())
   return {
     issuer,
     port,
     grants,
+    discoveries: () => discoveries,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections()
       server.close(() => resolve())

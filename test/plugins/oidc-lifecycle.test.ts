@@ -1,0 +1,77 @@
+// oidc on an https entry point (Secure cookies, an https redirect URI), and
+// its background work: provider metadata fetched again every
+// discovery_refresh, in every worker, and never again once a reload retired
+// the instance (teardown stops the timer).
+import { strict as assert } from 'node:assert'
+import https from 'node:https'
+import { after, before, describe, test } from 'node:test'
+import { type Backend, type Lb, freePort, sleep, startLb } from '../helpers.js'
+import { type Certs, makeCerts } from '../tls/certs.js'
+import { type Idp, echo, secrets, startIdp } from './oidc-idp.js'
+
+function get (url: string): Promise<{ status: number, headers: Record<string, string | string[] | undefined> }> {
+  return new Promise((resolve, reject) => {
+    https.get(url, { rejectUnauthorized: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }))
+    }).on('error', reject)
+  })
+}
+
+describe('oidc on https, and its discovery timer', () => {
+  let backend: Backend, lb: Lb, idp: Idp, certs: Certs, config: (withOidc: boolean) => string
+  before(async () => {
+    certs = makeCerts()
+    backend = await echo()
+    const idpPort = await freePort()
+    const s = secrets()
+    config = (withOidc) => `[entrypoints.websecure]
+address = "127.0.0.1:{{PORT}}"
+protocol = "https"
+[entrypoints.websecure.tls]
+cert = "${certs.server.cert}"
+key = "${certs.server.key}"
+
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+middlewares = ${withOidc ? '["sso"]' : '[]'}
+[services.web]
+[[services.web.servers]]
+address = "${backend.address}"
+check = false
+
+[middlewares.sso]
+type = "oidc"
+issuer = "http://127.0.0.1:${idpPort}"
+${s.toml}
+discovery_refresh = "1s"
+`
+    idp = await startIdp({ lb: 'https://127.0.0.1:1', port: idpPort })
+    lb = await startLb(config(true))
+  })
+  after(async () => { await lb.stop(); await idp.close(); await backend.close() })
+
+  test('on https the login cookie is Secure and the redirect URI is https', async () => {
+    let r = await get(`https://127.0.0.1:${lb.port}/app`)
+    for (const end = Date.now() + 15_000; r.status !== 302 && Date.now() < end; await sleep(100)) r = await get(`https://127.0.0.1:${lb.port}/app`)
+    assert.equal(r.status, 302)
+    const cookie = (r.headers['set-cookie'] as string[])[0]!
+    assert.match(cookie, /^_lb_oidc_login=v1\.[\w-]+; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/)
+    assert.equal(new URL(r.headers.location as string).searchParams.get('redirect_uri'), `https://127.0.0.1:${lb.port}/oauth2/callback`)
+  })
+
+  test('metadata is fetched again every discovery_refresh, and no more once a reload retired the instance', async () => {
+    const start = idp.discoveries()
+    for (const end = Date.now() + 10_000; idp.discoveries() < start + 4 && Date.now() < end;) await sleep(100)
+    assert.ok(idp.discoveries() >= start + 4, `two workers, every second: ${idp.discoveries() - start} in the wait`)
+    lb.write(config(false).replace(/\[middlewares\.sso\][\s\S]*$/, ''))
+    lb.reload()
+    await lb.logMatching(/configuration applied.*"generation":2/, 10_000)
+    await sleep(300) // a fetch already in flight when the instance retired may still land
+    const retired = idp.discoveries()
+    await sleep(2500)
+    assert.equal(idp.discoveries(), retired, 'the retired instances fetch nothing')
+    assert.equal((await get(`https://127.0.0.1:${lb.port}/app`)).status, 200)
+  })
+})
