@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, freePort, sleep, startLb } from '../helpers.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
 import { type Idp, echo, secrets, startIdp } from './oidc-idp.js'
+import { mwConfig } from './setup.js'
 
 function get (url: string): Promise<{ status: number, headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
@@ -25,28 +26,10 @@ describe('oidc on https, and its discovery timer', () => {
     backend = await echo()
     const idpPort = await freePort()
     const s = secrets()
-    config = (withOidc) => `[entrypoints.websecure]
-address = "127.0.0.1:{{PORT}}"
-protocol = "https"
-[entrypoints.websecure.tls]
-cert = "${certs.server.cert}"
-key = "${certs.server.key}"
-
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-middlewares = ${withOidc ? '["sso"]' : '[]'}
-[services.web]
-[[services.web.servers]]
-address = "${backend.address}"
-check = false
-
-[middlewares.sso]
-type = "oidc"
-issuer = "http://127.0.0.1:${idpPort}"
-${s.toml}
-discovery_refresh = "1s"
-`
+    const oidc = `[middlewares.sso]\ntype = "oidc"\nissuer = "http://127.0.0.1:${idpPort}"\n${s.toml}\ndiscovery_refresh = "1s"\n`
+    // entry point web on https
+    config = (withOidc) => mwConfig(backend.address, withOidc ? oidc : '', { '/': withOidc ? ['sso'] : [] })
+      .replace('address = "127.0.0.1:{{PORT}}"\n', `address = "127.0.0.1:{{PORT}}"\nprotocol = "https"\n[entrypoints.web.tls]\ncert = "${certs.server.cert}"\nkey = "${certs.server.key}"\n`)
     idp = await startIdp({ lb: 'https://127.0.0.1:1', port: idpPort })
     lb = await startLb(config(true))
   })
@@ -65,7 +48,7 @@ discovery_refresh = "1s"
     const start = idp.discoveries()
     for (const end = Date.now() + 10_000; idp.discoveries() < start + 4 && Date.now() < end;) await sleep(100)
     assert.ok(idp.discoveries() >= start + 4, `two workers, every second: ${idp.discoveries() - start} in the wait`)
-    lb.write(config(false).replace(/\[middlewares\.sso\][\s\S]*$/, ''))
+    lb.write(config(false))
     lb.reload()
     await lb.logMatching(/configuration applied.*"generation":2/, 10_000)
     await sleep(300) // a fetch already in flight when the instance retired may still land
