@@ -42,6 +42,8 @@ export interface Idp {
   readonly grants: string[]
   /** discovery documents served so far */
   readonly discoveries: () => number
+  /** key sets (jwks_uri) served so far */
+  readonly keySets: () => number
   close (): Promise<void>
 }
 
@@ -96,13 +98,18 @@ export async function startIdp (o: IdpOptions): Promise<Idp> {
   const grants: string[] = []
   provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: string } } }) => { grants.push(String(ctx.oidc.params?.grant_type)) })
   let discoveries = 0
-  server.on('request', (req: http.IncomingMessage) => { if (req.url === '/.well-known/openid-configuration') discoveries++ })
+  let keySets = 0
+  server.on('request', (req: http.IncomingMessage) => {
+    if (req.url === '/.well-known/openid-configuration') discoveries++
+    else if (req.url === '/jwks') keySets++
+  })
   server.on('request', provider.callback())
   return {
     issuer,
     port,
     grants,
     discoveries: () => discoveries,
+    keySets: () => keySets,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections()
       server.close(() => resolve())

@@ -46,15 +46,17 @@ describe('oidc on https, and its discovery timer', () => {
 
   test('metadata is fetched again every discovery_refresh, and no more once a reload retired the instance', async () => {
     const start = idp.discoveries()
-    for (const end = Date.now() + 10_000; idp.discoveries() < start + 4 && Date.now() < end;) await sleep(100)
+    const keys = idp.keySets()
+    for (const end = Date.now() + 10_000; (idp.discoveries() < start + 4 || idp.keySets() < keys + 4) && Date.now() < end;) await sleep(100)
     assert.ok(idp.discoveries() >= start + 4, `two workers, every second: ${idp.discoveries() - start} in the wait`)
+    assert.ok(idp.keySets() >= keys + 4, `the keys with the metadata: ${idp.keySets() - keys}`)
     lb.write(config(false))
     lb.reload()
     await lb.logMatching(/configuration applied.*"generation":2/, 10_000)
     await sleep(300) // a fetch already in flight when the instance retired may still land
-    const retired = idp.discoveries()
+    const retired = [idp.discoveries(), idp.keySets()]
     await sleep(2500)
-    assert.equal(idp.discoveries(), retired, 'the retired instances fetch nothing')
+    assert.deepEqual([idp.discoveries(), idp.keySets()], retired, 'the retired instances fetch nothing')
     assert.equal((await get(`https://127.0.0.1:${lb.port}/app`)).status, 200)
   })
 })

@@ -236,6 +236,14 @@ claim_match = { groups = "admins" }
     assert.equal(r.headers['www-authenticate'], 'Bearer realm="oidc", error="invalid_token"')
   })
 
+  test('requests with a session or a known bearer token never fetch provider metadata or keys', async () => {
+    const c = new Client()
+    assert.equal((await login(c, '/', 'hank')).status, 200)
+    const before = [idp.discoveries(), idp.keySets()]
+    for (let i = 0; i < 20; i++) assert.equal((await c.fetch(`${lbUrl}/app/${i}`)).status, 200)
+    assert.deepEqual([idp.discoveries(), idp.keySets()], before)
+  })
+
   test('the dashboard API shows the middleware, its status, and no secret', async () => {
     const r = await request(`${a.dash}/api/http/middlewares/sso@file`)
     assert.equal(r.status, 200)
