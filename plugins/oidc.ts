@@ -38,9 +38,9 @@ function reply (status: number, body: string, headers: string[] = []): Reply {
   return { status, headers: ['content-type', TEXT, 'cache-control', 'no-store', ...headers], body: body + '\n' }
 }
 
-/** The original request as a return path: same host only (a path, never "//host"). */
+/** The original request as a return path: same host only (a path, never "//host" or "/\\host", which browsers read as another host). */
 function returnPath (ctx: Ctx): string {
-  const p = ctx.path.startsWith('//') ? '/' : ctx.path
+  const p = ctx.path.startsWith('//') || ctx.path.startsWith('/\\') ? '/' : ctx.path
   return ctx.query === '' ? p : `${p}?${ctx.query}`
 }
 
@@ -62,8 +62,10 @@ export default definePlugin<OidcConf>({
     const unauthorized = Object.freeze(reply(401, formatError('LB_ERR_UNAUTHORIZED'), ['www-authenticate', 'Bearer realm="oidc"'])) as Reply
     const badToken = Object.freeze(reply(401, formatError('LB_ERR_UNAUTHORIZED'), ['www-authenticate', 'Bearer realm="oidc", error="invalid_token"'])) as Reply
     const attrs = (ctx: Ctx): CookieAttrs => ({ domain: conf.cookieDomain, secure: ctx.proto === 'https' })
-    const origin = (ctx: Ctx): string => `${ctx.proto}://${ctx.header('host')}`
-    const unavailable = (why: string): Reply => reply(503, formatError('LB_ERR_OIDC_UNAVAILABLE', { issuer: conf.issuer, reason: why }), ['retry-after', '5'])
+    /** scheme://host[:port] as the client addressed us (the redirect URI must be registered at the provider as such) */
+    const origin = (ctx: Ctx): string => `${ctx.proto}://${ctx.header('host') || ctx.host}`
+    /** the answer while the provider's metadata is not loaded */
+    const unavailable = (): Reply => reply(503, formatError('LB_ERR_OIDC_UNAVAILABLE', { issuer: conf.issuer, reason: issuer.error === '' ? 'metadata not loaded yet' : issuer.error }), ['retry-after', '5'])
 
     const accept = (ctx: Ctx, s: Session): Verdict => {
       ctx.user = s.u
@@ -100,10 +102,9 @@ export default definePlugin<OidcConf>({
     }
 
     const login = async (ctx: Ctx): Promise<Verdict> => {
-      const accept = ctx.header('accept')
-      if (accept.includes('application/json') || ctx.header('x-requested-with') !== '') return answer(ctx, unauthorized)
+      if (ctx.header('accept').includes('application/json') || ctx.header('x-requested-with') !== '') return answer(ctx, unauthorized)
       const cfg = issuer.config
-      if (cfg === null) return answer(ctx, unavailable(issuer.error === '' ? 'metadata not loaded yet' : issuer.error))
+      if (cfg === null) return answer(ctx, unavailable())
       const verifier = client.randomPKCECodeVerifier()
       const state = client.randomState()
       const nonce = client.randomNonce()
@@ -127,7 +128,7 @@ export default definePlugin<OidcConf>({
       const flow = sealer.openLogin(cookieValue(ctx.header('cookie'), loginCookie))
       if (flow === null || flow.e < Date.now()) return refused('no login in progress here (its cookie is missing, expired or not ours)')
       const cfg = issuer.config
-      if (cfg === null) return answer(ctx, unavailable(issuer.error === '' ? 'metadata not loaded yet' : issuer.error))
+      if (cfg === null) return answer(ctx, unavailable())
       let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>
       let claims: Record<string, unknown>
       try {
@@ -210,7 +211,7 @@ export default definePlugin<OidcConf>({
         return accept(ctx, s)
       }, (err: unknown) => {
         if (env.log.debugEnabled) env.log.debug('bearer token refused', { reason: reason(err) })
-        return answer(ctx, issuer.config === null ? unavailable(issuer.error) : badToken)
+        return answer(ctx, issuer.config === null ? unavailable() : badToken)
       })
     }
 

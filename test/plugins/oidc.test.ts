@@ -121,6 +121,15 @@ claim_match = { groups = "admins" }
     assert.equal(to.searchParams.get('scope'), 'openid profile email')
     const cookie = r.headers.getSetCookie()[0]!
     assert.match(cookie, /^_lb_oidc_login=v1\.[\w-]+; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/)
+    // where the browser returns after the login: a path on this host, never one a browser reads as another host
+    const sealer = new CookieSealer(COOKIE_KEY, '_lb_oidc')
+    for (const path of ['/app?x=1', '/\\evil.example/x', '//evil.example/x']) {
+      const raw = await request(`${lbUrl}${path}`)
+      assert.equal(raw.status, 302, path)
+      const back = sealer.openLogin(String(raw.headers['set-cookie']).split(';')[0]!.slice('_lb_oidc_login='.length))?.r ?? ''
+      assert.match(back, /^\/(?![/\\])/, `${path} returns to ${back}`)
+      if (path === '/app?x=1') assert.equal(back, path)
+    }
   })
 
   test('API requests get 401 instead of a redirect; skip paths pass without login', async () => {
