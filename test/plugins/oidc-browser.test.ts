@@ -17,7 +17,7 @@ test('oidc login in headless Chromium: provider form, back to the page with the 
   const backend = await echo()
   const idpPort = await freePort()
   const issuer = `http://127.0.0.1:${idpPort}`
-  const lb = await startLb(mwConfig(backend.address, `[middlewares.sso]\ntype = "oidc"\nissuer = "${issuer}"\n${secrets().toml}\n`, { '/': ['sso'] }))
+  const lb = await startLb(mwConfig(backend.address, `[middlewares.sso]\ntype = "oidc"\nissuer = "${issuer}"\n${secrets().toml}\n`, { '/': ['sso'] }), { workers: 1 }) // one worker: the one whose metadata the wait below sees
   const idp = await startIdp({ lb: lb.url, port: idpPort })
   t.after(async () => { await lb.stop(); await idp.close(); await backend.close() })
   await waitLog(lb, /"msg":"identity provider unavailable"/) // the first discovery ran before the provider started; the retry finds it

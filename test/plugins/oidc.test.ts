@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { CookieSealer } from '../../plugins/oidc-cookie.js'
-import { type Backend, CLI, freePort, request, tempDir } from '../helpers.js'
+import { type Backend, CLI, freePort, request, sleep, tempDir } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { type Idp, COOKIE_KEY, Client, echo, secrets, seen, startIdp } from './oidc-idp.js'
 import { mwConfig, oneMiddleware, problems } from './setup.js'
@@ -76,11 +76,12 @@ claim_match = { groups = "admins" }
     lbUrl = a.lb.url
     // the provider starts after lb (its redirect URIs name lb's port): the middleware's first discovery fails and is retried
     idp = await startIdp({ lb: lbUrl, port: idpPort })
+    // every worker loads the metadata itself; the dashboard shows "enabled" once all have (the worst of the workers)
     for (const end = Date.now() + 15_000; ;) {
-      const r = await request(`${lbUrl}/`)
-      if (r.status === 302) break
-      if (Date.now() > end) assert.fail(`the middleware never loaded the provider: ${r.status} ${r.body}`)
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      const r = await request(`${a.dash}/api/http/middlewares`)
+      if ((JSON.parse(r.body) as Array<{ status: string }>).every((m) => m.status === 'enabled')) break
+      if (Date.now() > end) assert.fail(`the middlewares never loaded the provider: ${r.body}`)
+      await sleep(100)
     }
   })
   after(async () => { await a.lb.stop(); await idp.close(); await backend.close() })
