@@ -6,8 +6,8 @@
 // and logins answer 503), says why on the dashboard, and retries with back-off
 // (1 s doubling to 30 s).
 //
-// Keys: jose's remote key set verifies bearer tokens (refetched at most every
-// 30 s when a token names an unknown kid); each load hands the same keys to
+// Keys: jose's remote key set verifies bearer tokens (refetched when a token
+// names an unknown kid, at most every 5 s so made-up kids cannot flood the provider); each load hands the same keys to
 // openid-client, which checks the ID token's signature with them at the
 // callback (enableNonRepudiationChecks) and refetches on an unknown kid too.
 import { type JWTPayload, createRemoteJWKSet, jwtVerify } from 'jose'
@@ -17,7 +17,7 @@ import type { OidcConf } from './oidc-config.js'
 
 const RETRY_MIN_MS = 1_000
 const RETRY_MAX_MS = 30_000
-const KID_COOLDOWN_MS = 30_000
+const KID_COOLDOWN_MS = 5_000
 
 export type Report = (status: 'enabled' | 'warning', message: string) => void
 

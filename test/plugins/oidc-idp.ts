@@ -7,13 +7,13 @@
 // "api" (client credentials, whose access tokens are JWTs for audience "lb").
 // Any login name with any password signs in: "ann" becomes ann@example.com in
 // groups ["staff"], "admin@corp.test" is in ["admins", "staff"].
-import { randomBytes } from 'node:crypto'
+import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import Provider from 'oidc-provider'
-import { type Backend, startBackend, tempDir } from '../helpers.js'
+import { type Backend, request, startBackend, tempDir } from '../helpers.js'
 
 /** the cookie key of the middlewares under test (tests seal their own cookies with it) */
 export const COOKIE_KEY = randomBytes(32)
@@ -45,6 +45,8 @@ export interface Idp {
   /** key sets (jwks_uri) served so far */
   readonly keySets: () => number
   close (): Promise<void>
+  /** an access token for client "api" (client credentials): a JWT for audience "lb" */
+  apiToken (): Promise<string>
 }
 
 export interface IdpOptions {
@@ -53,6 +55,14 @@ export interface IdpOptions {
   readonly port?: number
   /** access token lifetime, seconds. Default: 3600 */
   readonly accessTtl?: number
+  /** the provider's signing keys (private JWKs). Default: oidc-provider's development keys */
+  readonly keys?: ReadonlyArray<Record<string, unknown>>
+}
+
+/** A private RSA signing key as a JWK, named `kid` */
+export function signingKey (kid: string): Record<string, unknown> {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  return { ...privateKey.export({ format: 'jwk' }), kid, use: 'sig', alg: 'RS256' }
 }
 
 export async function startIdp (o: IdpOptions): Promise<Idp> {
@@ -94,6 +104,7 @@ export async function startIdp (o: IdpOptions): Promise<Idp> {
     issueRefreshToken: () => true,
     ttl: { AccessToken: o.accessTtl ?? 3600, AuthorizationCode: 60, IdToken: 3600, Interaction: 600, Grant: 86400, Session: 86400, RefreshToken: 86400, ClientCredentials: 300 },
     cookies: { keys: ['lb-oidc-test'] },
+    ...(o.keys !== undefined ? { jwks: { keys: o.keys } } : {}),
   })
   const grants: string[] = []
   provider.on('grant.success', (ctx: { oidc: { params?: { grant_type?: string } } }) => { grants.push(String(ctx.oidc.params?.grant_type)) })
@@ -110,6 +121,15 @@ export async function startIdp (o: IdpOptions): Promise<Idp> {
     grants,
     discoveries: () => discoveries,
     keySets: () => keySets,
+    apiToken: async () => {
+      // a connection of its own: a pooled one may still point at a provider restarted on the same port
+      const r = await request(`${issuer}/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('api:api-secret').toString('base64')}` },
+        body: 'grant_type=client_credentials&scope=api',
+      })
+      return (JSON.parse(r.body) as { access_token: string }).access_token
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections()
       server.close(() => resolve())

@@ -5,9 +5,9 @@
 import { strict as assert } from 'node:assert'
 import https from 'node:https'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, freePort, sleep, startLb } from '../helpers.js'
+import { type Backend, type Lb, freePort, request, sleep, startLb } from '../helpers.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
-import { type Idp, echo, secrets, startIdp } from './oidc-idp.js'
+import { type Idp, echo, secrets, signingKey, startIdp } from './oidc-idp.js'
 import { mwConfig } from './setup.js'
 
 function get (url: string): Promise<{ status: number, headers: Record<string, string | string[] | undefined> }> {
@@ -58,5 +58,31 @@ describe('oidc on https, and its discovery timer', () => {
     await sleep(2500)
     assert.deepEqual([idp.discoveries(), idp.keySets()], retired, 'the retired instances fetch nothing')
     assert.equal((await get(`https://127.0.0.1:${lb.port}/app`)).status, 200)
+  })
+})
+
+describe('oidc when the provider rotates its signing keys', () => {
+  test('a bearer token signed by a key lb has not seen makes it fetch the keys again', { timeout: 60_000 }, async (t) => {
+    const backend = await echo()
+    const port = await freePort()
+    let idp = await startIdp({ lb: 'http://127.0.0.1:1', port, keys: [signingKey('k1')] })
+    const lb = await startLb(mwConfig(backend.address, `[middlewares.sso]\ntype = "oidc"\nissuer = "http://127.0.0.1:${port}"\n${secrets().toml}\n`, { '/': ['sso'] }), { workers: 1 })
+    t.after(async () => { await lb.stop(); await idp.close(); await backend.close() })
+    const call = async (token: string): Promise<number> => (await request(`${lb.url}/app`, { headers: { authorization: `Bearer ${token}` } })).status
+    const first = await idp.apiToken()
+    let status = 0
+    for (const end = Date.now() + 10_000; status !== 200 && Date.now() < end; await sleep(100)) status = await call(first)
+    assert.equal(status, 200)
+    const loaded = idp.keySets()
+    // the provider restarts with a new key (same issuer and port): its tokens name kid k2
+    await idp.close()
+    idp = await startIdp({ lb: 'http://127.0.0.1:1', port, keys: [signingKey('k2')] })
+    const second = await idp.apiToken()
+    // unknown kid: fetched again at most every 5 s (jose's cooldown), so a flood of made-up kids cannot flood the provider
+    status = 0
+    for (const end = Date.now() + 15_000; status !== 200 && Date.now() < end; await sleep(200)) status = await call(second)
+    assert.equal(status, 200, 'the new key was fetched')
+    assert.ok(idp.keySets() >= 1 && loaded >= 1)
+    assert.equal(await call(first), 200, 'a cached verdict for the old token')
   })
 })

@@ -232,12 +232,7 @@ claim_match = { groups = "admins" }
   })
 
   test('bearer access tokens of the same provider pass; others get 401 invalid_token', async () => {
-    const t = await fetch(`${issuer}/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('api:api-secret').toString('base64')}` },
-      body: 'grant_type=client_credentials&scope=api',
-    })
-    const { access_token: token } = await t.json() as { access_token: string }
+    const token = await idp.apiToken()
     assert.equal(token.split('.').length, 3, 'a JWT access token')
     let r = await request(`${lbUrl}/app`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } })
     assert.equal(r.status, 200, r.body)
