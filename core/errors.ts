@@ -49,6 +49,11 @@ export const ERRORS = {
   LB_ERR_PLUGIN_TEARDOWN: { status: 500, message: 'middleware {middleware} failed to stop ({reason})' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  // oidc (plugins/oidc.ts)
+  LB_ERR_OIDC_UNAVAILABLE: { status: 503, message: 'identity provider {issuer} is unavailable ({reason}); try again later' },
+  LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
+  LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },
+  LB_ERR_OIDC_FORBIDDEN: { status: 403, message: 'user {user} is not allowed here: {reason}' },
   // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}
   LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
   LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },
