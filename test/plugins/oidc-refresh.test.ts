@@ -11,7 +11,7 @@ import { type Idp, Client, echo, secrets, seen, startIdp } from './oidc-idp.js'
 import { mwConfig } from './setup.js'
 
 describe('oidc when the provider is away, and token refresh', () => {
-  let backend: Backend, a: AdminLb, idp: Idp | null = null, lbUrl: string, issuer: string, idpPort: number
+  let backend: Backend; let a: AdminLb; let idp: Idp | null = null; let lbUrl: string; let issuer: string; let idpPort: number
   before(async () => {
     backend = await echo()
     idpPort = await freePort()
