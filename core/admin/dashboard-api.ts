@@ -135,7 +135,8 @@ function list (req: Request, items: Obj[]): Answer {
   const mw = req.query.get('middlewareName')
   if (mw !== null && mw !== '') out = out.filter((o) => ((o.middlewares as string[] | undefined) ?? []).some((m) => m === mw || `${m}@file` === mw))
   const sortBy = req.query.get('sortBy') ?? 'name'
-  const key = SORT_KEYS[sortBy] ?? SORT_KEYS.name!
+  // own keys only: ?sortBy=__proto__ must not find Object.prototype's
+  const key = (Object.hasOwn(SORT_KEYS, sortBy) ? SORT_KEYS[sortBy] : undefined) ?? SORT_KEYS.name!
   const dir = req.query.get('direction') === 'desc' ? -1 : 1
   out = [...out].sort((a, b) => {
     const x = key(a)

@@ -84,6 +84,12 @@ fall = 1
   assert.equal(r.body, '{"message":"invalid request: page: 3, per_page: 2"}\n')
   r = await json(`${a.dash}/api/http/routers?sortBy=priority&direction=desc`)
   assert.equal((r.json as Array<{ name: string }>)[0]!.name, 'status@file')
+  // a sort key named after an Object.prototype member is an unknown key: sorted by name, as Traefik
+  for (const key of ['__proto__', 'constructor', 'toString']) {
+    r = await json(`${a.dash}/api/http/routers?sortBy=${key}`)
+    assert.equal(r.status, 200, `${key}: ${r.body}`)
+    assert.deepEqual((r.json as Array<{ name: string }>).map((x) => x.name), ((await json(`${a.dash}/api/http/routers`)).json as Array<{ name: string }>).map((x) => x.name))
+  }
   r = await json(`${a.dash}/api/http/routers?serviceName=api@file`)
   assert.deepEqual((r.json as Array<{ name: string }>).map((x) => x.name), ['api@file'])
   r = await json(`${a.dash}/api/http/routers/nope@file`)
