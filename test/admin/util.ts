@@ -128,8 +128,10 @@ export function golden (name: string, actual: unknown): void {
     return
   }
   if (!existsSync(file)) {
+    // the calling test file, for the command to run
+    const caller = /(dist\/test\/\S+\.test\.js)/.exec(new Error().stack ?? '')?.[1] ?? 'dist/test/<the test file>.test.js'
     assert.fail(`golden file test/golden/${name} is missing: check the answer below, then write it with ` +
-      `UPDATE_GOLDEN=1 npm test -- dist/test/<this test file>.test.js\n${text}`)
+      `UPDATE_GOLDEN=1 npm test -- ${caller}\n${text}`)
   }
   assert.equal(text, readFileSync(file, 'utf8'), `response differs from test/golden/${name} (UPDATE_GOLDEN=1 rewrites it)`)
 }
