@@ -165,22 +165,6 @@ export function childLogMatching (proc: ChildProcess, log: () => string, re: Reg
   }, `the log of ${name} to match ${re}`, ms, 10)
 }
 
-/** Waits until the text of `file` matches `re` (a missing file reads as ''), and returns the text. */
-export function waitForFile (file: string, re: RegExp, what: string, ms = 5000): Promise<string> {
-  return waitFor(() => {
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : ''
-    return re.test(text) ? text : null
-  }, `${what} (${file} to match ${re})`, ms)
-}
-
-/** Whether a TCP connect to 127.0.0.1:`port` completes now (the connection is closed at once). */
-export function accepts (port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1', () => { s.destroy(); resolve(true) })
-    s.on('error', () => resolve(false))
-  })
-}
-
 /**
  * Listening TCP sockets on `port` (any address, IPv4 and IPv6), read from
  * /proc/net/tcp{,6}: each lb worker has its own (SO_REUSEPORT), so this is the
