@@ -142,7 +142,7 @@ export async function run (configPath: string): Promise<Running> {
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name) })
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

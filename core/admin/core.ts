@@ -4,6 +4,7 @@
 import type { Config } from '../config/load.js'
 import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
+import type { PluginStatus } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
 
@@ -20,4 +21,6 @@ export interface AdminCore {
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore
+  /** a middleware's runtime status as its instances report it (PluginEnv.setStatus); null or absent = not reported */
+  readonly middlewareStatus?: (name: string) => { status: PluginStatus, message: string } | null
 }
