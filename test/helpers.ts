@@ -2,7 +2,7 @@
 // compiled CLI (`lb run -c FILE`) as a child process, exactly as a user would;
 // startBackend() runs a node:http server with a scripted handler.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -107,10 +107,7 @@ export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> 
     file,
     proc,
     log: () => err,
-    logMatching: async (re, ms = 4000) => {
-      for (const end = Date.now() + ms; !re.test(err) && Date.now() < end;) await sleep(10)
-      return err
-    },
+    logMatching: (re, ms) => childLogMatching(proc, () => err, re, ms),
     stdout: () => out,
     write: (t) => writeFileSync(file, render(t)),
     reload: () => { proc.kill('SIGHUP') },
@@ -134,8 +131,109 @@ export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> 
   return lb
 }
 
+/**
+ * A fixed wait. Only for waits that are the thing tested (a time-out window
+ * passing, a client's pacing, "nothing happens for N ms"); for an event, use waitFor.
+ */
 export function sleep (ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
+}
+
+/**
+ * Polls `probe` every `everyMs` until it returns a truthy value, and returns
+ * that value; after `ms` fails with "timed out after MS ms waiting for WHAT".
+ * A probe that throws ends the wait with its error.
+ */
+export async function waitFor<T> (probe: () => T | Promise<T>, what: string, ms = 5000, everyMs = 20): Promise<NonNullable<T>> {
+  const end = Date.now() + ms
+  for (;;) {
+    const v = await probe()
+    if (v !== null && v !== undefined && v !== false && v !== 0 && v !== '') return v as NonNullable<T>
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await sleep(everyMs)
+  }
+}
+
+/** Waits until `log()`, the output of `proc` (`name` in errors), matches `re` and returns it; fails when `proc` exits first or after `ms`. */
+export function childLogMatching (proc: ChildProcess, log: () => string, re: RegExp, ms = 4000, name = 'lb'): Promise<string> {
+  return waitFor(() => {
+    if (re.test(log())) return log()
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`${name} exited (${proc.exitCode ?? proc.signalCode}) before its log matched ${re}: ${log().slice(-2000)}`)
+    }
+    return null
+  }, `the log of ${name} to match ${re}`, ms, 10)
+}
+
+/**
+ * Listening TCP sockets on `port` (any address, IPv4 and IPv6), read from
+ * /proc/net/tcp{,6}: each lb worker has its own (SO_REUSEPORT), so this is the
+ * number of workers accepting on an entry point.
+ */
+export function listeners (port: number): number {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`
+  let n = 0
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(f)) continue
+    // "sl local_address rem_address st ...": st 0A is LISTEN
+    for (const line of readFileSync(f, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols[1]?.endsWith(hex) === true && cols[3] === '0A') n++
+    }
+  }
+  return n
+}
+
+/**
+ * The port a child process reports on its stdout (a server started on port 0
+ * prints it): the first capture of `re` in its output so far. Fails when the
+ * child exits first or after `ms`.
+ */
+export function childPort (proc: ChildProcess, re = /^(\d+)$/m, ms = 10_000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const done = (err: Error | null, port = 0): void => {
+      clearTimeout(timer)
+      proc.stdout!.off('data', onData)
+      proc.off('exit', onExit)
+      if (err === null) resolve(port)
+      else reject(err)
+    }
+    const onData = (d: Buffer): void => {
+      out += d.toString()
+      const m = re.exec(out)
+      if (m !== null) done(null, Number(m[1]))
+    }
+    const onExit = (code: number | null): void => done(new Error(`${proc.spawnfile} exited (${code}) before printing its port (${re}): ${out}`))
+    const timer = setTimeout(() => done(new Error(`${proc.spawnfile} printed no port (${re}) within ${ms} ms: ${out}`)), ms)
+    proc.stdout!.on('data', onData)
+    proc.once('exit', onExit)
+  })
+}
+
+/**
+ * Waits until the first health check of each of `servers` (server names) has
+ * passed: lb logs "health check passed, server UP" when a server's check
+ * outcome first becomes a pass (servers start UP, before any check).
+ */
+export async function firstChecksPassed (lb: Lb, servers: string[], ms = 10_000): Promise<void> {
+  for (const name of servers) await lb.logMatching(new RegExp(`"msg":"health check passed, server UP"[^\\n]*"server":"${name}"`), ms)
+}
+
+/**
+ * Sends SIGHUP and waits until lb has applied the file (one more "configuration
+ * applied" line); fails when lb rejects it or after `ms`.
+ */
+export async function reloadApplied (lb: Lb, ms = 10_000): Promise<void> {
+  const applied = /"msg":"configuration applied"/g
+  const rejected = /"msg":"reload rejected/g
+  const n = (re: RegExp): number => (lb.log().match(re) ?? []).length
+  const [a0, r0] = [n(applied), n(rejected)]
+  lb.reload()
+  await waitFor(() => {
+    if (n(rejected) > r0) throw new Error(`lb rejected the reload: ${lb.log().slice(-2000)}`)
+    return n(applied) > a0
+  }, 'lb to apply the reloaded configuration ("configuration applied")', ms)
 }
 
 export interface Backend {

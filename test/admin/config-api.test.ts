@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { CLI, count, getMany, request, simpleConfig, sleep, startBackend } from '../helpers.js'
+import { CLI, count, getMany, reloadApplied, request, simpleConfig, startBackend, waitFor } from '../helpers.js'
 import { backends, golden, normalize, restartLb, send, startAdminLb } from './util.js'
 
 const CFG = '/v2/services/lb/configuration'
@@ -91,16 +91,16 @@ test('config API: CRUD, errors, versions, live effect, persistence', async (t) =
   t.after(() => slow.close())
   r = await send('POST', `${a.admin}${CFG}/servers?backend=api`, { name: 'x1', address: '127.0.0.1', port: slow.port })
   assert.equal(r.status, 201)
+  const seen = b2!.requests.length
   const inflight = getMany(a.lb.url, 1)
-  await sleep(100)
+  await waitFor(() => b2!.requests.length > seen, 'the request to reach b2')
   r = await send('DELETE', `${a.admin}${CFG}/backends/api`)
   assert.equal(r.status, 204)
   assert.deepEqual(await inflight, ['b2'])
 
   // TOML + overlay after SIGHUP: the overlay survives a reload
   const version = Number((await send('GET', `${a.admin}${CFG}/version`)).body)
-  a.lb.reload()
-  await sleep(500)
+  await reloadApplied(a.lb)
   assert.deepEqual(count(await getMany(a.lb.url, 4)), { b2: 4 }, 'API changes survive SIGHUP')
 
   // persistence: restart, same state

@@ -3,7 +3,7 @@
 // UP/DOWN, and no listener at all when the flags are off.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { freePort, request, startLb } from '../helpers.js'
+import { freePort, request, startLb, waitFor } from '../helpers.js'
 import { backends, golden, json, normalize, send, startAdminLb } from './util.js'
 
 test('dashboard API: routers, services, middlewares, entry points, overview, rawdata, version', async (t) => {
@@ -49,11 +49,10 @@ fall = 1
   const a = await startAdminLb(config)
   t.after(async () => { await a.lb.stop(); await b1!.close(); await b2!.close() })
   // let the failing server's checks take it DOWN
-  for (let i = 0; i < 50; i++) {
+  await waitFor(async () => {
     const s = (await json(`${a.dash}/api/http/services/api@file`)).json as { serverStatus: Record<string, string> }
-    if (s.serverStatus['http://127.0.0.1:1'] === 'DOWN') break
-    await new Promise((r) => setTimeout(r, 50))
-  }
+    return s.serverStatus['http://127.0.0.1:1'] === 'DOWN'
+  }, 'server "down" of api@file DOWN in the dashboard API', 5000, 50)
   const ports = { B1PORT: b1!.port, B2PORT: b2!.port, ENTRYPORT: a.lb.port }
   const g = (name: string, v: unknown): void => golden(name, normalize(JSON.stringify(v, null, 2) + '\n', ports))
 

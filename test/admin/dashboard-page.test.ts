@@ -10,8 +10,8 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { connect, startChromium, stopChromium } from '../chromium.js'
-import { request, sleep, startBackend } from '../helpers.js'
-import { backends, requireTool, sock, startAdminLb } from './util.js'
+import { request, sleep, startBackend, waitFor } from '../helpers.js'
+import { backends, json, requireTool, sock, startAdminLb } from './util.js'
 
 test('dashboard page: history, per-server detail and admin states in headless Chromium', { timeout: 90_000 }, async (t) => {
   const bin = requireTool(t, 'chromium', 'chromium')
@@ -66,12 +66,18 @@ check = false
   const load = (async () => {
     for (let i = 0; traffic; i++) {
       await request(`${a.lb.url}${i % 5 === 0 ? '/broken' : i % 7 === 0 ? '/nf' : '/'}`).catch(() => undefined)
-      await sleep(10)
+      await sleep(10) // the pacing of the page's background traffic, not a wait for an event
     }
   })()
   t.after(async () => { traffic = false; await load })
-  // the page is opened only after six seconds of traffic: what it shows first comes from the control plane's history
-  await sleep(6_000)
+  // the page is opened only once the control plane's history (sampled each second) holds that traffic:
+  // what it shows first comes from there
+  await waitFor(async () => {
+    const h = (await json(`${a.dash}/api/lb/history`)).json as { series: Record<string, number[]> }
+    const max = (s: string): number => Math.max(0, ...(h.series[s] ?? []))
+    const total = (h.series.requests ?? []).reduce((x, y) => x + y, 0)
+    return (h.series.requests ?? []).length >= 6 && max('requests') > 5 && max('errors4xx') > 0 && max('errors5xx') > 0 && total > 100
+  }, 'six seconds of history with requests, 4xx and 5xx in /api/lb/history', 20_000, 250)
   const chrome = await startChromium(bin)
   t.after(() => stopChromium(chrome))
   const cdp = await connect(chrome.port, `${a.dash}/dashboard/`)

@@ -120,7 +120,7 @@ fall = 1
   while (Date.now() < end) {
     await Promise.all([request(`${lbUrl}/`), request(`${hapUrl}/`)])
     sent++
-    await sleep(20)
+    await sleep(20) // the pacing is the thing compared: the same request rate on both
   }
   const [h, l] = [await stat(hap.sock), await stat(a.sock)]
   for (const [name, s] of [['haproxy', h], ['lb', l]] as const) {

@@ -33,7 +33,7 @@ test('config API: kill -9 during writes loses nothing acknowledged', async (t) =
       }
     }
     const writers = [0, 1, 2, 3].map(writer)
-    await sleep(250 + round * 150)
+    await sleep(250 + round * 150) // the thing tested: SIGKILL at a different moment of the writes each round
     a.lb.proc.kill('SIGKILL')
     await a.lb.stop('SIGKILL')
     stop = true

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { test } from 'node:test'
-import { type Handler, request, sleep, startBackend } from '../helpers.js'
+import { type Handler, reloadApplied, request, startBackend, waitFor } from '../helpers.js'
 import { backends, requireTool, sock, startAdminLb } from './util.js'
 import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
@@ -79,8 +79,7 @@ test('metrics: traffic across workers, server state, reloads, promtool', async (
 
   // runtime change and a reload show up
   await sock(a.sock, 'disable server web/s1')
-  a.lb.reload()
-  await sleep(500)
+  await reloadApplied(a.lb)
   const m2 = await scrape()
   assert.equal(sample(m2, 'lb_service_server_up', { server: 's1' }), 0)
   assert.equal(sample(m2, 'lb_server_admin_state', { server: 's1', state: 'maint' }), 1)
@@ -140,11 +139,10 @@ check = false
   await closed(ws)
   assert.equal((await request(`${a.lb.url}/plain`)).status, 200)
   // the session is counted when it ends
-  let m = ''
-  for (let i = 0; i < 50 && sample(m, 'lb_entrypoint_requests_total') < 2; i++) {
-    await sleep(20)
-    m = (await request(`${a.dash}/metrics`)).body
-  }
+  const m = await waitFor(async () => {
+    const body = (await request(`${a.dash}/metrics`)).body
+    return sample(body, 'lb_entrypoint_requests_total') >= 2 ? body : null
+  }, 'lb_entrypoint_requests_total to count the WebSocket session and the request (2)')
   assert.equal(sample(m, 'lb_entrypoint_requests_total', { code: '101', protocol: 'websocket' }), 1)
   assert.equal(sample(m, 'lb_entrypoint_requests_total', { code: '200', protocol: 'http' }), 1)
   assert.equal(sample(m, 'lb_entrypoint_requests_total', { protocol: 'http', code: '101' }), 0)

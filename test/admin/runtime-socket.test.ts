@@ -8,7 +8,7 @@ import { statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
-import { count, getMany, simpleConfig, sleep } from '../helpers.js'
+import { count, getMany, reloadApplied, simpleConfig, waitFor } from '../helpers.js'
 import { COMMANDS } from '../../core/admin/commands.js'
 import { backends, golden, json, normalize, requireTool, send, sock, startAdminLb } from './util.js'
 
@@ -62,9 +62,8 @@ test('runtime socket: protocol, show commands and messages', async (t) => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   t.after(() => agent.destroy())
   await new Promise<void>((resolve, reject) => http.get(a.lb.url, { agent }, (r) => { r.resume(); r.on('end', resolve) }).on('error', reject))
-  await sleep(50)
-  const sess = await sock(a.sock, 'show sess')
-  assert.match(sess, /^0x[0-9a-f]+: proto=tcpv4 src=127\.0\.0\.1:\d+ fe=web be=<NONE> srv=<none>$/m)
+  const idle = /^0x[0-9a-f]+: proto=tcpv4 src=127\.0\.0\.1:\d+ fe=web be=<NONE> srv=<none>$/m
+  await waitFor(async () => idle.test(await sock(a.sock, 'show sess')), 'show sess to list the idle keep-alive connection')
 
   // prompt mode: "> " after each reply, the connection stays open until quit
   const c = net.connect(a.sock)
@@ -73,11 +72,13 @@ test('runtime socket: protocol, show commands and messages', async (t) => {
   let out = ''
   c.on('data', (d: string) => { out += d })
   await new Promise((r) => c.on('connect', r))
+  // each reply ends with the prompt "> "
+  const replied = (n: number): Promise<unknown> => waitFor(() => out.split('> ').length > n, `reply ${n} on the runtime socket in prompt mode (so far ${JSON.stringify(out)})`)
   c.write('prompt\n')
-  await sleep(100)
+  await replied(1)
   assert.equal(out, '\n> ')
   c.write('get weight web/s1\n')
-  await sleep(100)
+  await replied(2)
   assert.equal(out, '\n> 1 (initial 1)\n\n> ')
   const closed = new Promise((r) => c.on('close', r))
   c.write('quit\n')
@@ -112,9 +113,7 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
   assert.equal(await sock(a.sock, 'set server web/s2 weight 100%;set server web/s1 state maint'), '\n\n')
 
   // a reload (SIGHUP, same file) keeps runtime changes
-  a.lb.reload()
-  await sleep(500)
-  assert.match(a.lb.log(), /configuration applied/)
+  await reloadApplied(a.lb)
   assert.deepEqual(count(await getMany(a.lb.url, 4)), { b2: 4 })
   assert.equal(await sock(a.sock, 'get weight web/s1'), '3 (initial 1)\n\n')
   assert.deepEqual(await adminState(), ['maint', 'ready'])

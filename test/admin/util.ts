@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import type { TestContext } from 'node:test'
 import { join } from 'node:path'
-import { type Backend, type Lb, type LbOptions, type Reply, ROOT, freePort, request, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, type LbOptions, type Reply, ROOT, freePort, request, childLogMatching, startBackend, startLb } from '../helpers.js'
 
 export interface AdminLb {
   readonly lb: Lb
@@ -51,12 +51,7 @@ path = "lb.sock"
 }
 
 export async function waitLog (lb: Lb, re: RegExp, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!re.test(lb.log())) {
-    if (lb.proc.exitCode !== null) throw new Error(`lb exited: ${lb.log()}`)
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${re}: ${lb.log()}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
+  await lb.logMatching(re, ms)
 }
 
 /** The same config again (same ports, same folder): a restart after stop/kill. */
@@ -67,22 +62,23 @@ export async function restartLb (a: AdminLb, opts: LbOptions = {}): Promise<Admi
   let err = ''
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
-  const deadline = Date.now() + 15_000
-  while (!/"msg":"management started"/.test(err)) {
-    if (proc.exitCode !== null) throw new Error(`lb exited: ${err}`)
-    if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`lb did not restart: ${err}`) }
-    await new Promise((r) => setTimeout(r, 20))
-  }
   const lb: Lb = {
     ...a.lb,
     proc,
     log: () => err,
+    logMatching: (re, ms) => childLogMatching(proc, () => err, re, ms),
     stdout: () => '',
     reload: () => { proc.kill('SIGHUP') },
     stop: async (signal = 'SIGTERM') => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
       return exited
     },
+  }
+  try {
+    await lb.logMatching(/"msg":"management started"/, 15_000)
+  } catch (err) {
+    proc.kill('SIGKILL')
+    throw err
   }
   return { ...a, lb }
 }
@@ -119,15 +115,23 @@ export function send (method: string, url: string, body?: unknown, headers: Reco
 
 const GOLDEN = join(ROOT, 'test', 'golden')
 
-/** Compares `actual` (after `normalize`) with test/golden/NAME; UPDATE_GOLDEN=1 writes it instead. */
+/**
+ * Compares `actual` (after `normalize`) with test/golden/NAME; UPDATE_GOLDEN=1 writes it instead.
+ * A missing file fails the test: written silently, it would pass whatever the answer was.
+ */
 export function golden (name: string, actual: unknown): void {
   const file = join(GOLDEN, name)
   const text = typeof actual === 'string' ? actual : JSON.stringify(actual, null, 2) + '\n'
-  if (process.env.UPDATE_GOLDEN === '1' || !existsSync(file)) {
-    if (process.env.UPDATE_GOLDEN !== '1' && process.env.CI === 'true') assert.fail(`golden file ${name} is missing (run with UPDATE_GOLDEN=1)`)
+  if (process.env.UPDATE_GOLDEN === '1') {
     mkdirSync(GOLDEN, { recursive: true })
     writeFileSync(file, text)
     return
+  }
+  if (!existsSync(file)) {
+    // the calling test file, for the command to run
+    const caller = /(dist\/test\/\S+\.test\.js)/.exec(new Error().stack ?? '')?.[1] ?? 'dist/test/<the test file>.test.js'
+    assert.fail(`golden file test/golden/${name} is missing: check the answer below, then write it with ` +
+      `UPDATE_GOLDEN=1 npm test -- ${caller}\n${text}`)
   }
   assert.equal(text, readFileSync(file, 'utf8'), `response differs from test/golden/${name} (UPDATE_GOLDEN=1 rewrites it)`)
 }

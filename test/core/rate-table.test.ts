@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads'
 import { RATE_ENTRIES, RATE_WAYS, RS_LOCK } from '../../core/shm/layout.js'
 import { KeyHasher, RateTable, STALE_LOCK_MS, keyA, keyB, rateTableWords } from '../../core/shm/rate-table.js'
 import { createShm } from '../../core/shm/layout.js'
+import { waitFor } from '../helpers.js'
 
 const T0 = 1_000_000
 
@@ -48,13 +49,13 @@ test('exact across threads: 4 threads × 20,000 hits on 10 keys with a limit of 
   const buffer = new SharedArrayBuffer(rateTableWords(sets) * 4)
   for (const algo of ['window', 'bucket'] as const) {
     new Int32Array(buffer).fill(0)
-    const start = new Int32Array(new SharedArrayBuffer(4))
+    const start = new Int32Array(new SharedArrayBuffer(8)) // [0] the start signal, [1] threads waiting for it
     const url = new URL('./rate-table.worker.js', import.meta.url)
     const results = Array.from({ length: 4 }, () => {
       const w = new Worker(url, { workerData: { buffer, sets, hits: 20_000, keys: 10, algo, now: T0, start } })
       return new Promise<number>((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
     })
-    await new Promise((r) => setTimeout(r, 100))
+    await waitFor(() => Atomics.load(start, 1) === 4, 'the 4 threads to wait for the start signal', 10_000, 5)
     Atomics.store(start, 0, 1)
     Atomics.notify(start, 0)
     const accepted = (await Promise.all(results)).reduce((a, b) => a + b, 0)

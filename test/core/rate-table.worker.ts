@@ -7,7 +7,9 @@ interface Job { buffer: SharedArrayBuffer, sets: number, hits: number, keys: num
 
 const job = workerData as Job
 const table = new RateTable(new Int32Array(job.buffer), 0, job.sets)
-// all threads start together, so their hits really overlap
+// all threads start together, so their hits really overlap: [1] counts the threads
+// waiting for the start signal in [0]
+Atomics.add(job.start, 1, 1)
 Atomics.wait(job.start, 0, 0)
 let accepted = 0
 for (let i = 0; i < job.hits; i++) {

@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert'
 import http from 'node:http'
 import { after, test } from 'node:test'
-import { type Backend, count, getMany, request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, count, getMany, request, simpleConfig, sleep, startBackend, startLb, waitFor } from '../helpers.js'
 
 const backends: Backend[] = []
 after(async () => { for (const b of backends) await b.close() })
@@ -43,7 +43,8 @@ test('least connections counts requests in flight on ALL workers', async (t) => 
     // (up to 10 s: on a slow machine a request that is still in flight when the next one starts makes a tie)
     for (let k = 0; k < 2000 && !settled && held.length === heldBefore; k++) await sleep(5)
   }
-  await sleep(100)
+  // every request landed: answered by fast, or held by slow
+  await waitFor(() => held.length + fast.requests.length >= 30, 'all 30 requests to reach a server', 10_000)
   assert.equal(held.length, 1, `slow got ${held.length} requests`)
   for (const r of held) r.end('slow\n')
   await Promise.all(pending)
@@ -72,7 +73,7 @@ test('source hash: a client always reaches the same server, in every worker and 
   // removing a server moves only the clients that were on it
   lb2.write(simpleConfig([a!.address, c!.address], 'balance = "source"').replace('name = "s2"', 'name = "s3"'))
   lb2.reload()
-  for (let i = 0; i < 100 && !/"generation":2/.test(lb2.log()); i++) await sleep(20)
+  await lb2.logMatching(/"generation":2/)
   const after = await mapping(lb2.url)
   for (const [k, v] of Object.entries(first)) if (v !== 'b') assert.equal(after[k], v, `client ${k} moved from ${v}`)
 })

@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
-import { type Backend, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, request, sleep, startBackend, startLb, waitFor } from '../helpers.js'
 import { sock, startAdminLb } from '../admin/util.js'
 import { closed, connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
@@ -81,7 +81,7 @@ test('N short connections, N keep-alive connections and WebSockets: every surfac
   }
   /** Waits until the status page shows `active` open connections, then reads every surface. */
   const settle = async (active: number): Promise<Counts[]> => {
-    for (let i = 0; i < 200 && (await stub()).active !== active; i++) await sleep(20)
+    await waitFor(async () => (await stub()).active === active, `the status page to show ${active} open connections`)
     return Promise.all([stub(), info(), stat(), metrics()])
   }
 

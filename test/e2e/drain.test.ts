@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
-import { simpleConfig, sleep, startLb } from '../helpers.js'
+import { simpleConfig, startLb, waitFor } from '../helpers.js'
 
 /** A GET on a raw socket; resolves with everything received until the connection closed. */
 function rawGet (port: number, path: string): Promise<string> {
@@ -43,8 +43,8 @@ test('SIGTERM: requests still running at drain_timeout get 503 + Connection: clo
   t.after(() => lb.stop('SIGKILL'))
   const plain = Array.from({ length: 20 }, (_, i) => rawGet(lb.port, `/slow/${i}`))
   const streamed = rawGet(lb.port, '/stream')
-  for (let i = 0; i < 500 && waiting < 21; i++) await sleep(10)
-  assert.equal(waiting, 21, 'not every request reached the server')
+  await waitFor(() => waiting >= 21, 'every request (21) to reach the server', 5000, 10)
+  assert.equal(waiting, 21)
   const started = Date.now()
   lb.proc.kill('SIGTERM')
   const exit = await new Promise<{ code: number | null, signal: string | null }>((resolve) => lb.proc.once('exit', (code, signal) => resolve({ code, signal })))
@@ -62,6 +62,5 @@ test('SIGTERM: requests still running at drain_timeout get 503 + Connection: clo
   assert.ok(Date.now() - started < 4_000, `exit took ${Date.now() - started} ms`)
   assert.match(lb.log(), /"msg":"drain_timeout reached: requests cut","cut":21/)
   assert.doesNotMatch(lb.log(), /without responding|terminate called|terminating it/)
-  for (let i = 0; i < 100 && upstreamOpen > 0; i++) await sleep(10)
-  assert.equal(upstreamOpen, 0, 'upstream connections left open')
+  await waitFor(() => upstreamOpen === 0, 'the upstream connections to close', 1000, 10)
 })

@@ -9,7 +9,7 @@ import http from 'node:http'
 import net from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ROOT, count, freePort, request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+import { ROOT, childPort, count, freePort, request, simpleConfig, startBackend, startLb, waitFor } from '../helpers.js'
 
 const GLOBAL = '[global]\nworkers = 2\naccess_log = "stdout"\n\n'
 
@@ -54,7 +54,7 @@ test('connect refused: a POST with a body is sent to another server (nothing was
   }
   assert.equal(live.requests.length, 20)
   assert.ok(live.requests.every((r) => r.method === 'POST' && r.body === 1000))
-  for (let i = 0; i < 100 && !/"retries":1/.test(lb.stdout()); i++) await sleep(20)
+  await waitFor(() => /"retries":1/.test(lb.stdout()), 'an access log line with "retries":1 on stdout')
   assert.match(lb.stdout(), /"method":"POST".*"server":"s2","retries":1/)
 })
 
@@ -133,7 +133,7 @@ test('retries and retry_timeout bound the tries (nginx proxy_next_upstream_tries
 function startProcessBackend (name: string, delayMs: number): Promise<{ proc: ChildProcess, address: string }> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [join(ROOT, 'dist', 'test', 'fixtures', 'faults', 'backend.js'), name, String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] })
-    proc.stdout!.once('data', (d: Buffer) => resolve({ proc, address: `127.0.0.1:${d.toString().trim()}` }))
+    childPort(proc).then((port) => resolve({ proc, address: `127.0.0.1:${port}` }), reject)
     proc.once('error', reject)
   })
 }
@@ -148,6 +148,7 @@ for (const [what, service] of [['fresh connections', 'keepalive = 0'], ['keep-al
     const lb = await startLb(GLOBAL.replace('stdout', 'off') + simpleConfig(bs.map((b) => b.address), service))
     t.after(() => lb.stop())
     const failures: string[] = []
+    const before: string[] = []
     const after: string[] = []
     let killed = false
     let stop = false
@@ -157,22 +158,23 @@ for (const [what, service] of [['fresh connections', 'keepalive = 0'], ['keep-al
         try {
           const r = await request(`${lb.url}/`, { agent })
           if (r.status !== 200) failures.push(`${r.status} ${r.body.trim()}`)
-          else if (killed) after.push(r.body.trim())
+          else (killed ? after : before).push(r.body.trim())
         } catch (err) {
           failures.push((err as Error).message)
         }
       }
     })
-    await sleep(700)
+    // under load: every server has answered, so some requests are in flight to the one killed
+    await waitFor(() => Object.values(count(before)).filter((n) => n >= 20).length === 3, '20 answers from each of the three servers before the kill', 10_000, 5)
     bs[0]!.proc.kill('SIGKILL')
     killed = true
-    await sleep(2_000)
+    // the split is measured over a number of answers, however long they take on this machine
+    await waitFor(() => after.length >= 400, '400 answers after the kill', 20_000, 5)
     stop = true
     await Promise.all(loops)
     agent.destroy()
     assert.deepEqual(failures, [])
     const c = count(after)
-    assert.ok(after.length > 100, `${after.length} requests after the kill`)
     // the dead server gets no answer in; the two others split evenly (not 2:1 as before)
     assert.ok(Math.abs(c.b! / (c.b! + c.c!) - 0.5) < 0.05, JSON.stringify(c))
     t.diagnostic(`after the kill: ${JSON.stringify(c)}`)

@@ -2,7 +2,7 @@
 import { strict as assert } from 'node:assert'
 import http from 'node:http'
 import { test } from 'node:test'
-import { count, getMany, request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+import { count, getMany, listeners, request, simpleConfig, startBackend, startLb, waitFor } from '../helpers.js'
 
 test('SIGHUP reloads under traffic with no failed request; an invalid file is rejected and the old config stays', async (t) => {
   const a = await startBackend('a')
@@ -25,15 +25,20 @@ test('SIGHUP reloads under traffic with no failed request; an invalid file is re
     }
   }
   const loops = [load(true), load(true), load(false), load(false)]
-  await sleep(200)
+  // each step waits for traffic to flow (the next 30 requests answered), not for time
+  const traffic = async (step: string): Promise<void> => {
+    const from = done + failures.length
+    await waitFor(() => done + failures.length >= from + 30, `30 requests ${step}`, 10_000, 5)
+  }
+  await traffic('before the first reload')
   lb.write(simpleConfig([a.address, b.address]))
   lb.reload()
   await lb.logMatching(/"generation":2/)
-  await sleep(200)
+  await traffic('after the first reload')
   lb.write('this is [not toml')
   lb.reload()
   await lb.logMatching(/reload rejected/)
-  await sleep(200)
+  await traffic('after the rejected reload')
   stop = true
   await Promise.all(loops)
   agent.destroy()
@@ -49,9 +54,10 @@ test('SIGTERM stops accepting, lets requests in flight finish and exits 0', asyn
   const lb = await startLb(simpleConfig([slow.address]))
   t.after(() => slow.close())
   const inflight = request(`${lb.url}/`)
-  for (let i = 0; i < 100 && release === null; i++) await sleep(10)
+  await waitFor(() => release !== null, 'the request to reach the slow server')
   const exit = lb.stop('SIGTERM')
-  await sleep(300)
+  // draining: every worker closes its listening socket (asserted below: a connect is refused)
+  await waitFor(() => listeners(lb.port) === 0, `lb's workers to stop listening on ${lb.port} after SIGTERM`)
   await assert.rejects(request(`${lb.url}/`), /ECONNREFUSED/, 'new connections are refused while draining')
   release!()
   assert.equal((await inflight).body, 'finished\n')

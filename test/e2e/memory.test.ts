@@ -20,7 +20,7 @@ async function settledRss (pid: number): Promise<number> {
   const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
   let last = read()
   for (let i = 0; i < 16; i++) {
-    await sleep(300)
+    await sleep(300) // the sampling interval of the measurement, not a wait for an event
     const now = read()
     if (Math.abs(now - last) < 0.5) return now
     last = now

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process'
 import http from 'node:http'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, count, freePort, getMany, request, simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, childPort, count, freePort, getMany, request, simpleConfig, sleep, startBackend, startLb, waitFor } from '../helpers.js'
 
 describe('routing and forwarding', () => {
   let web: Backend, api: Backend, admin: Backend, lb: Lb
@@ -183,9 +183,9 @@ describe('bodies, limits and errors', () => {
       req.on('end', () => res.end(JSON.stringify({ n, sha: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? '' })))
     })
     refusedPort = await freePort()
-    resetServer = net.createServer((s) => s.on('data', () => s.resetAndDestroy())).listen(0, '127.0.0.1')
-    garbageServer = net.createServer((s) => s.on('data', () => s.end('this is not http\r\n\r\n'))).listen(0, '127.0.0.1')
-    await sleep(50)
+    const listening = (s: net.Server): Promise<net.Server> => new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)))
+    resetServer = await listening(net.createServer((s) => s.on('data', () => s.resetAndDestroy())))
+    garbageServer = await listening(net.createServer((s) => s.on('data', () => s.end('this is not http\r\n\r\n'))))
     const port = (s: net.Server): number => (s.address() as net.AddressInfo).port
     lb = await startLb(`
 [timeouts]
@@ -294,7 +294,7 @@ check = false
     let got = 0
     const res = await new Promise<http.IncomingMessage>((resolve) => http.get(`${lb.url}/download`, { agent: false }, resolve))
     res.pause()
-    await sleep(1500)
+    await sleep(1500) // the thing tested: the client reads nothing for 1.5 s, and the server must not get far meanwhile
     const server = held[0] as unknown as { sentBytes: number }
     assert.ok(server.sentBytes < 24 * 1024 * 1024, `server pushed ${server.sentBytes} bytes while the client read nothing`)
     res.on('data', (d: Buffer) => { got += d.length })
@@ -353,10 +353,10 @@ check = false
     held = []
     const req = http.get(`${lb.url}/hang`, { agent: false })
     req.on('error', () => undefined)
-    for (let i = 0; i < 100 && held.length === 0; i++) await sleep(20)
+    await waitFor(() => held.length > 0, 'the request to reach the server')
     assert.equal(held.length, 1)
     req.destroy()
-    for (let i = 0; i < 100 && closedRequests.length === 0; i++) await sleep(20)
+    await waitFor(() => closedRequests.length > 0, 'the upstream request to be closed')
     assert.deepEqual(closedRequests, ['hang'])
   })
 
@@ -380,7 +380,7 @@ async function blackHole (): Promise<{ address: string, close: () => void }> {
       require('node:fs').writeSync(1, s.address().port + '\\n')
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) // never accept
     })`], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const port = Number(await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString()))))
+  const port = await childPort(child)
   // fill the accept queue until a connect no longer completes within 200 ms
   const fillers: net.Socket[] = []
   for (;;) {
@@ -452,8 +452,8 @@ check = false
     assert.equal(connection, 'close', 'the balancer says it closes the connection it will close')
     assert.equal((await request(`${lb.url}/x`)).status, 200)
     const before = closed.length
-    await sleep(1200)
-    assert.ok(closed.length > before, 'the idle upstream connection was closed by the balancer')
+    // keep_alive is 400 ms: well before 3 s
+    await waitFor(() => closed.length > before, 'the balancer to close the idle upstream connection (keep_alive 400 ms)', 3000)
   })
 })
 

@@ -7,11 +7,10 @@ import { strict as assert } from 'node:assert'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, freePort, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, childPort, freePort, startBackend, startLb } from '../helpers.js'
 import { type RawResponse, exchange } from './raw-http.js'
 
 const SECRET = 'the secret of private/secret.txt\n'
@@ -24,18 +23,15 @@ async function raw (port: number, head: string | Buffer): Promise<RawResponse> {
   return a.responses[0]!
 }
 
-/** `python3 -m http.server` serving `dir` on a free loopback port; resolves once it accepts connections. */
+/** `python3 -m http.server` serving `dir` on port 0; resolves with the port it prints once listening. */
 async function startFileServer (dir: string): Promise<{ port: number, proc: ChildProcess }> {
-  const port = await freePort()
-  const proc = spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', dir], { stdio: 'ignore' })
-  for (const end = Date.now() + 10_000; ;) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => { s.destroy(); resolve(true) })
-      s.on('error', () => resolve(false))
-    })
-    if (up) return { port, proc }
-    if (proc.exitCode !== null || Date.now() > end) throw new Error(`python3 http.server did not start (exit ${proc.exitCode})`)
-    await sleep(50)
+  // -u: unbuffered, so the "Serving HTTP on 127.0.0.1 port N" line comes out at once
+  const proc = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', dir], { stdio: ['ignore', 'pipe', 'ignore'] })
+  try {
+    return { port: await childPort(proc, /Serving HTTP on \S+ port (\d+)/), proc }
+  } catch (err) {
+    proc.kill('SIGKILL')
+    throw err
   }
 }
 

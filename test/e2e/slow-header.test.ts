@@ -64,7 +64,7 @@ test('slowloris, a silent connection and an idle keep-alive connection are close
     const t0 = Date.now()
     assert.equal((await request(`${lb.url}/`)).status, 200)
     assert.ok(Date.now() - t0 < 1_000, `a normal request took ${Date.now() - t0} ms`)
-    await sleep(1_000)
+    await sleep(1_000) // the normal client's pacing: one request a second while the slow ones wait
   }
   const by = (name: string): number[] => watched.filter((w) => w.name === name).map((w) => w.closedAfter).sort((x, y) => x - y)
   for (const name of ['idle keep-alive', 'silent', 'dripping']) {

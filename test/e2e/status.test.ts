@@ -1,9 +1,9 @@
 // nginx stub_status text, its counters over all workers, its address rule; the access log.
 import { strict as assert } from 'node:assert'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import http from 'node:http'
 import { test } from 'node:test'
-import { request, sleep, startBackend, startLb } from '../helpers.js'
+import { request, startBackend, startLb, waitFor } from '../helpers.js'
 
 const STUB = /^Active connections: (\d+) \nserver accepts handled requests\n (\d+) (\d+) (\d+) \nReading: (\d+) Writing: (\d+) Waiting: (\d+) \n$/
 
@@ -58,8 +58,12 @@ check = false
   // access log: one JSON line per request, health probes excluded
   await request(`${lb.url}/health`)
   await request(`${lb.url}/logged?q=1`, { headers: { 'user-agent': 't' } })
-  await sleep(300)
-  const lines = readFileSync(`${lb.dir}/access.log`, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  // each worker flushes its log lines every 100 ms: wait for every request's line (whole lines only)
+  const lines = (await waitFor(() => {
+    const file = `${lb.dir}/access.log`
+    const whole = existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1) : []
+    return whole.length >= 44 && whole.some((l) => l.includes('"path":"/logged?q=1"')) ? whole : null
+  }, '44 access log lines, /logged?q=1 among them')).map((l) => JSON.parse(l) as Record<string, unknown>)
   assert.ok(lines.length >= 44)
   assert.equal(lines.filter((l) => l.path === '/health').length, 0)
   const logged = lines.find((l) => l.path === '/logged?q=1')!

@@ -2,7 +2,7 @@
 import { strict as assert } from 'node:assert'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ROOT, getMany, request, sleep, startBackend, startLb } from '../helpers.js'
+import { ROOT, getMany, listeners, request, startBackend, startLb, waitFor } from '../helpers.js'
 import { sock, startAdminLb } from '../admin/util.js'
 
 /** One server, b1, behind the exit-worker fixture plugin. */
@@ -34,7 +34,8 @@ test('a dead worker is restarted and traffic continues', async (t) => {
   // whichever worker the kernel picks, every request is served, during and after the restart
   const bodies = await getMany(`${lb.url}/ok`, 40)
   assert.deepEqual([...new Set(bodies)], ['web'])
-  await sleep(300)
+  // the restarted worker listens again: both workers' sockets are in the kernel's SO_REUSEPORT group
+  await waitFor(() => listeners(lb.port) === 2, 'the restarted worker to listen again (2 listening sockets)', 10_000)
   const again = await getMany(`${lb.url}/ok`, 40)
   assert.deepEqual([...new Set(again)], ['web'])
 })

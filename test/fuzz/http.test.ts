@@ -60,7 +60,7 @@ max_fails = 0
   const exec = async (c: HttpCase, index: number): Promise<Verdict | null> => {
     const opts = { expect: c.markers.length, timeoutMs: TIMEOUT }
     const [a, n] = await Promise.all([exchange(lb.port, c.bytes, opts), exchange(nginx.port, c.bytes, opts)])
-    await sleep(50) // a forward that raced the close
+    await sleep(50) // "nothing more happens": a forward that raced the close would reach the backend within this
     const got = `lb: ${outcome(a)}; nginx: ${outcome(n)}`
     if (a.silent && !n.silent) return { check: 'silent', expected: `an answer or a close within ${TIMEOUT} ms, as nginx`, got }
     if (a.statuses.length === 0 && a.closed && !rejects(n)) {

@@ -38,7 +38,7 @@ test('500 slowloris connections do not stop a normal client, and none is answere
     const t0 = Date.now()
     const r = await request(`${lb.url}/normal`).catch((e: Error) => ({ status: -1, body: e.message }))
     statuses.push(Date.now() - t0 < 2000 ? r.status : -2)
-    await sleep(50)
+    await sleep(50) // the normal client's pacing
   }
   assert.ok(slow.every((c) => c.opened > 0), 'every slow connection was accepted')
   assert.ok(statuses.length >= 20 && statuses.every((s) => s === 200), `every normal request answered 200 within 2 s: ${statuses.join(',')}`)

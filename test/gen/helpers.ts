@@ -12,6 +12,7 @@ import { Checker } from '../../core/config/check.js'
 import { checkGeneration, type GenerationConf } from '../../core/gen/config.js'
 import { startGeneration, type GenerationService } from '../../core/gen/service.js'
 import { createLogger } from '../../core/log.js'
+import { waitFor } from '../helpers.js'
 
 /** The repository root (this file runs as dist/test/gen/helpers.js). */
 export const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..')
@@ -83,11 +84,7 @@ export function lines (text: string): any[] {
 
 /** Polls until `f` returns true (or throws after `ms`). */
 export async function until (f: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await waitFor(f, what, ms)
 }
 
 /**

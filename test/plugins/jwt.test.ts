@@ -147,7 +147,7 @@ scope = "X-Scope"
   test('a repeated token is served from the cache, and still refused once expired', async () => {
     const token = await sign(rsa, 'RS256', { exp: nowSec() - 4 })
     assert.equal((await call(token)).status, 200)
-    await sleep(2100)
+    await sleep(2100) // the thing tested: time passes the token's expiry plus its 5 s leeway
     assert.equal((await call(token)).status, 401)
   })
 

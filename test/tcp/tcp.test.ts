@@ -3,10 +3,10 @@
 // idle time-out, and the connection census and cap counting TCP connections.
 import { strict as assert } from 'node:assert'
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Lb, freePort, request, sleep, startLb } from '../helpers.js'
+import { type Lb, firstChecksPassed, freePort, request, sleep, startLb, waitFor } from '../helpers.js'
 
 interface Echo {
   readonly name: string
@@ -117,8 +117,7 @@ describe('TCP mode', () => {
     b = await startEcho('b')
     tcp = await freePort()
     lb = await startLb(tcpConfig([a.address, b.address]).replaceAll('{{TCP}}', String(tcp)))
-    // both servers pass their first checks (rise 2)
-    await sleep(600)
+    await firstChecksPassed(lb, ['s1', 's2'])
   })
   after(async () => { await lb.stop(); await a.stop(); await b.stop() })
 
@@ -174,7 +173,13 @@ describe('TCP mode', () => {
     await b.start()
     await lb.logMatching(/server UP.*"server":"s2"/)
     assert.match(lb.log(), /server UP.*"server":"s2"/)
-    await sleep(1100) // passive fail_timeout
+    // the failed connect took s2 out for fail_timeout (max_fails 1): back once a connection reaches it again
+    await waitFor(async () => {
+      const c = open(tcp)
+      const name = await c.greeting.catch(() => '')
+      c.sock.destroy()
+      return name === 'b'
+    }, 'a connection to reach s2 (b) again after its passive fail_timeout (1 s)', 5000, 50)
     const names: string[] = []
     for (let i = 0; i < 4; i++) {
       const c = open(tcp)
@@ -190,7 +195,7 @@ describe('TCP mode', () => {
     const c = open(tcp)
     await c.greeting
     for (let i = 0; i < 5; i++) {
-      await sleep(500) // 2.5 s in all, longer than the 2 s time-out
+      await sleep(500) // the pacing is the thing tested: 2.5 s in all, longer than the 2 s time-out
       c.sock.write('x')
     }
     assert.equal(c.sock.destroyed, false)
@@ -229,7 +234,7 @@ test('every TCP session is access-logged when it ends: 200 with its bytes, 502 w
   const tcp = await freePort()
   const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"').replaceAll('{{TCP}}', String(tcp)))
   t.after(async () => { await lb.stop(); await a.stop() })
-  await sleep(600) // the server passes its first checks (rise 2)
+  await firstChecksPassed(lb, ['s1'])
   const ok = open(tcp)
   assert.equal(await ok.greeting, 'a')
   ok.sock.end('ping\n')
@@ -243,9 +248,14 @@ test('every TCP session is access-logged when it ends: 200 with its bytes, 502 w
       s.on('close', resolve) // the balancer closes the session: no server to relay to
     })
   }
-  await sleep(300) // the workers flush their log lines every 100 ms
-  const lines = readFileSync(`${lb.dir}/access.log`, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
-  const tcpLines = lines.filter((l) => l.protocol === 'tcp')
+  // each worker flushes its log lines every 100 ms: wait for the three sessions' lines
+  const tcpLines = await waitFor(() => {
+    const file = `${lb.dir}/access.log`
+    // whole lines only: the last piece is '' or a line still being written
+    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1).map((l) => JSON.parse(l) as Record<string, unknown>) : []
+    const tcp = lines.filter((l) => l.protocol === 'tcp')
+    return tcp.length >= 3 ? tcp : null
+  }, 'three TCP sessions in the access log')
   assert.deepEqual(tcpLines.map((l) => l.status), [200, 502, 503])
   assert.deepEqual(
     { ...tcpLines[0], time: undefined, duration_ms: undefined },

@@ -8,7 +8,7 @@ import { copyFileSync, readFileSync, renameSync } from 'node:fs'
 import https from 'node:https'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, freePort, request, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, freePort, request, startBackend, startLb, waitFor } from '../helpers.js'
 import { type Certs, fingerprint, handshake, makeCerts, makePair, sClient } from './certs.js'
 import { connect, nextMessage, startWsEcho } from '../ws/echo.js'
 
@@ -251,9 +251,11 @@ ${routes(backend.address)}`)
     renameSync(live.cert + '.tmp', live.cert)
     lb.reload()
     const want = fingerprint(next.cert)
-    for (let i = 0; i < 300 && (await handshake(lb.port)).peer !== want; i++) await sleep(20)
-    for (let i = 0; i < 300 && (await handshake(mtls, client)).peer !== want; i++) await sleep(20)
-    await sleep(200)
+    await waitFor(async () => (await handshake(lb.port)).peer === want, 'the https entry point to serve the new certificate', 6000)
+    await waitFor(async () => (await handshake(mtls, client)).peer === want, 'the mTLS entry point to serve the new certificate', 6000)
+    // and handshakes go on after the swap
+    const swapped = handshakes + failures.length
+    await waitFor(() => handshakes + failures.length >= swapped + 10, '10 more handshakes after the swap', 5000, 10)
     stop = true
     await load
 

@@ -8,20 +8,11 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import type { WebSocket } from 'ws'
-import { type Lb, freePort, sleep, startLb } from '../helpers.js'
+import { type Lb, freePort, sleep, startLb, waitFor } from '../helpers.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
 import { type WsEcho, closed, connect, nextMessage, startWsEcho } from './echo.js'
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
-
-/** Waits until `cond` holds (polling), or fails after `ms`. */
-async function until (cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 describe('WebSocket proxying', () => {
   let e1: WsEcho, e2: WsEcho, refusing: WsEcho, flood: WsEcho, stall: WsEcho, lb: Lb, certs: Certs
@@ -181,14 +172,14 @@ check = false
     ws.send('go')
     // long enough for a balancer that kept reading to take most of the 64 MiB, and well inside
     // timeouts.tunnel (3 s): a session that moves no byte that long is closed as idle
-    await sleep(1000)
+    await sleep(1000) // the thing tested: nothing is read for 1 s, and the balancer must not take the server's data meanwhile
     const server = flood.sockets.at(-1)!
     // 64 MiB were sent; kernel socket buffers hold some, and the balancer only HIGH_WATER + one read:
     // the rest must still be waiting in the server, i.e. the balancer stopped reading from it
     assert.ok(server.bufferedAmount > 24 * 1024 * 1024, `server still holds ${server.bufferedAmount} bytes`)
     assert.equal(got.length, 0)
     ws.resume()
-    await until(() => got.length === 256 || closedWith !== '', 20_000, 'all 256 messages')
+    await waitFor(() => got.length === 256 || closedWith !== '', 'all 256 messages', 20_000, 10)
     assert.equal(got.length, 256, `messages received before the session closed with ${closedWith}; lb's log ends: ${lb.log().slice(-1500)}`)
     assert.deepEqual(got, Array.from({ length: 256 }, (_, i) => i), 'in order')
     assert.equal(bytes, 256 * 256 * 1024)
@@ -201,7 +192,7 @@ check = false
     const chunk = Buffer.alloc(60 * 1024, 1)
     for (let i = 0; i < 800 && ws.readyState === ws.OPEN; i++) {
       ws.send(chunk)
-      if (i % 50 === 0) await sleep(5)
+      if (i % 50 === 0) await sleep(5) // the client's pacing: let the close of a refused session arrive between writes
     }
     const c = await done
     assert.equal(c.code, 1013)
@@ -217,7 +208,7 @@ check = false
     ws2.send(Buffer.alloc(64 * 1024 + 1))
     // uWS closes at once, without a close frame (docs/tls-ws-tcp.md); the server's connection goes the same way
     assert.equal((await done2).code, 1006)
-    await until(() => e.events.slice(n).some((x) => x.startsWith('close:1006')), 2000, 'the server to see 1006')
+    await waitFor(() => e.events.slice(n).some((x) => x.startsWith('close:1006')), 'the server to see 1006', 2000, 10)
   })
 
   test('close codes and reasons pass both ways; abrupt closes stay abrupt', async () => {
@@ -230,7 +221,7 @@ check = false
     let [ws, e, server] = await open()
     ws.close(4001, 'bye from client')
     assert.deepEqual(await closed(ws), { code: 4001, reason: 'bye from client' })
-    await until(() => e.events.includes('close:4001:bye from client'), 2000, 'the server to see 4001')
+    await waitFor(() => e.events.includes('close:4001:bye from client'), 'the server to see 4001', 2000, 10)
 
     ;[ws, e, server] = await open()
     server.close(4002, 'bye from server')
@@ -247,7 +238,7 @@ check = false
     ;[ws, e, server] = await open()
     const n = e.events.length
     ws.terminate()
-    await until(() => e.events.slice(n).some((x) => x.startsWith('close:1006')), 2000, 'the server to see 1006')
+    await waitFor(() => e.events.slice(n).some((x) => x.startsWith('close:1006')), 'the server to see 1006', 2000, 10)
   })
 
   test('pings pass through both ways', async () => {
@@ -259,11 +250,11 @@ check = false
     server.ping('from server')
     assert.equal(await pinged, 'from server')
     // the ws client answered it; the pong reaches the server
-    await until(() => e.events.includes('pong:from server'), 2000, 'the server to get its pong')
+    await waitFor(() => e.events.includes('pong:from server'), 'the server to get its pong', 2000, 10)
     const ponged = new Promise<string>((resolve) => ws.once('pong', (d: Buffer) => resolve(d.toString())))
     ws.ping('from client')
     assert.equal(await ponged, 'from client')
-    await until(() => e.events.includes('ping:from client'), 2000, 'the server to see the client\'s ping')
+    await waitFor(() => e.events.includes('ping:from client'), 'the server to see the client\'s ping', 2000, 10)
     ws.close()
   })
 
@@ -307,7 +298,7 @@ check = false
     const e = (await nextMessage(ws)).data.toString() === 'e1' ? e1 : e2
     const n = e.events.length
     for (let i = 0; i < 6; i++) {
-      await sleep(800) // 4.8 s in all, longer than the 3 s time-out, but never 3 s of silence
+      await sleep(800) // the pacing is the thing tested: 4.8 s in all, longer than the 3 s time-out, but never 3 s of silence
       ws.send('tick')
       await nextMessage(ws)
     }
@@ -316,7 +307,7 @@ check = false
     const waited = Date.now() - t0
     assert.deepEqual(c, { code: 1001, reason: 'idle timeout' })
     assert.ok(waited > 2500 && waited < 5000, `closed after ${waited} ms of silence`)
-    await until(() => e.events.slice(n).includes('close:1001:idle timeout'), 2000, 'the server to see 1001')
+    await waitFor(() => e.events.slice(n).includes('close:1001:idle timeout'), 'the server to see 1001', 2000, 10)
   })
 
   test('a reload does not cut established WebSockets; new ones follow the new configuration', async () => {
@@ -324,7 +315,7 @@ check = false
     for (let i = 0; i < 2; i++) before1.push(await connect(`ws://127.0.0.1:${lb.port}/ws`))
     lb.write(config([e2.address]))
     lb.reload()
-    await until(() => /"generation":2/.test(lb.log()), 5000, 'generation 2')
+    await waitFor(() => /"generation":2/.test(lb.log()), 'generation 2', 5000, 10)
     for (const ws of before1) {
       ws.send('after reload')
       assert.equal((await nextMessage(ws)).data.toString(), 'after reload')
