@@ -110,7 +110,7 @@ export const COMMANDS: readonly Command[] = [
         return []
       }
       if (args[0] === 'weight') return setWeight(ctx, t, args[1])
-      return ["usage: set server <backend>/<server> state|weight <value>"]
+      return ['usage: set server <backend>/<server> state|weight <value>']
     }),
   },
   {

@@ -357,6 +357,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   if (conns !== null) {
     // +1 when a connection opens, -1 when it closes, except after an upgrade: a
     // WebSocket's close comes to the ws close handler below instead
+    // eslint-disable-next-line array-callback-return -- uWS's connection filter, not Array.prototype.filter
     app.filter((res: HttpResponse, count) => {
       if ((count as number) < 0) conns.close()
       else if (!conns.open()) res.close() // over global.max_connections; its -1 follows at once
