@@ -298,7 +298,6 @@ interface WsUserData { readonly session: WsSession }
 /** The fragment sends exist in the binary (uWS WebSocket::sendFirstFragment...) but not in its type definitions. */
 type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendFirstFragment' | 'sendFragment' | 'sendLastFragment'>
 
-
 const apps: TemplatedApp[] = []
 
 /**
