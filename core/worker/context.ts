@@ -28,6 +28,8 @@ export class Ctx {
   /** request body length from Content-Length; -1 when chunked or unknown */
   contentLength = 0
   chunked = false
+  /** the request said Connection: close (core/worker/request-read.ts): the response says so too */
+  asksClose = false
   /** performance.now() when the request arrived (ms): times the request for the latency histogram and the access log, where the coarse tick is too coarse */
   t0 = 0
   /** index of the entry point in the config, and the matched router's stats slot (-1 = none): /metrics rows */

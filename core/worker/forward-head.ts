@@ -30,3 +30,26 @@ export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => b
   return h + extraLines + 'x-real-ip: ' + ip + '\r\nx-forwarded-for: ' + (xff === '' ? ip : xff + ', ' + ip) +
     '\r\nx-forwarded-proto: ' + ctx.proto + '\r\n\r\n'
 }
+
+/**
+ * Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones
+ * the proxy sets itself. Names arrive lower-case (uWS); switching on the length
+ * spares hashing every fresh name string, as a Set lookup would.
+ */
+function isHop (k: string): boolean {
+  switch (k.length) {
+    case 2: return k === 'te'
+    case 7: return k === 'trailer' || k === 'upgrade'
+    case 9: return k === 'x-real-ip'
+    case 10: return k === 'connection' || k === 'keep-alive'
+    case 15: return k === 'x-forwarded-for'
+    case 16: return k === 'proxy-connection'
+    case 17: return k === 'transfer-encoding' || k === 'x-forwarded-proto'
+    default: return false
+  }
+}
+
+/** The head of a proxied HTTP request: its method as sent, its chunked framing kept (the body is relayed chunked). */
+export function httpRequestHead (ctx: Ctx, hostFallback: string): string {
+  return forwardHead(ctx, ctx.method, isHop, hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
+}

@@ -4,48 +4,42 @@
 // streams bodies with tryEnd/onWritable (known length) or write (chunked) with
 // backpressure reported to the caller. It also starts the TLS apps (SSLApp,
 // SNI) and hands WebSocket upgrades and events to the data plane through the
-// interfaces of ws-client.ts.
-import { existsSync, readFileSync } from 'node:fs'
-import net from 'node:net'
+// interfaces of ws-client.ts. What needs no uWS lives beside it: the client
+// state (client-state.ts), head text and uWS's framing bytes (response-head.ts),
+// the staging of whole bodies (body-staging.ts), the reading of request
+// headers (request-read.ts), listen options (listen-options.ts), and where the
+// binary is (uws-support.ts).
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { STATUS_CODES } from 'node:http'
 import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
-import type { TlsConf } from '../config/tls.js'
-import { lbError } from '../errors.js'
-import { canonicalIp, formatIp } from '../net/ip.js'
-import { type AtTurnEnd, atTurnEnd, currentTurn } from '../net/turn.js'
+import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
+import { ClientState } from './client-state.js'
+import { STAGING, stage } from './body-staging.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
-import type { Connections } from './connections.js'
+import { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter } from './listen-options.js'
+import { expectsBody, peerText, proxiedText, readHeader } from './request-read.js'
+import { UWS_NO_LENGTH, headText, uwsLength } from './response-head.js'
+import { nativeBuild, unsupported } from './uws-support.js'
 import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
+import { dialSelf } from './ws-handshake.js'
+
+// their names as other modules have always imported them from here
+export { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter }
 
 type Uws = typeof import('uWebSockets.js')
 
-/** lb's folder (http.js is dist/core/worker/http.js): native/ holds the binaries' record and lb's patched copy. */
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-
-/** The systems and runtimes uWebSockets.js 20.57 has binaries for, as the refusal line says it. */
-const SUPPORTED = 'Node.js 20, 22 or 24 LTS (or 25) on Linux x64/arm64 with glibc 2.38 or newer ' +
-  '(2.36 and 2.37 once lb\'s install step has patched its copy, which needs a C compiler), macOS or Windows'
-
 /**
- * Loads uWS's native binary. On glibc 2.36-2.37 lb's install step
- * (scripts/uws-native.mjs) made native/build/<version>/: the binary with its
- * GLIBC_2.38 version need marked weak, and a shim library of the three C23
- * functions it calls that this glibc lacks. The shim is loaded first, into the
- * global symbol scope, then the copy with RTLD_NOW so that a missing symbol is
- * an error here and never a crash at its first call. Elsewhere the package's
- * binary loads as it is. v20.57 has no JS fallback: a binary that does not load
- * is one start-up error line that says which systems and Node versions work.
+ * Loads uWS's native binary: lb's patched copy where its install step made
+ * one (uws-support.ts), the shim first, into the global symbol scope, then the
+ * copy with RTLD_NOW so that a missing symbol is an error here and never a
+ * crash at its first call; elsewhere the package's binary as it is.
  */
 export function loadUws (): Uws {
   const require = createRequire(import.meta.url)
-  const name = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
-  const { version } = JSON.parse(readFileSync(join(ROOT, 'native', 'uws.json'), 'utf8')) as { version: string }
-  const dir = join(ROOT, 'native', 'build', version)
+  const { name, version, dir } = nativeBuild()
   try {
     if (!existsSync(join(dir, name))) return require('uWebSockets.js') as Uws
     const { RTLD_NOW, RTLD_GLOBAL } = constants.dlopen as { RTLD_NOW: number, RTLD_GLOBAL: number }
@@ -54,205 +48,52 @@ export function loadUws (): Uws {
     process.dlopen(m, join(dir, name), RTLD_NOW)
     return m.exports as Uws
   } catch (err) {
-    const glibc = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime
-    const system = `${process.platform} ${process.arch}${glibc === undefined ? '' : `, glibc ${glibc}`}`
-    // the package's own message is several lines, the loader's reason among them ("Error: Cannot find module ...")
-    const lines = (err as Error).message.split('\n')
-    const why = (lines.find((l) => l.startsWith('Error: ')) ?? lines[0]!).replace(/^Error: /, '')
-    const fix = /GLIBC_2\.3[89]/.test(why) ? ` (run \`node ${join(ROOT, 'scripts', 'uws-native.mjs')}\` to patch lb's copy)` : ''
-    throw lbError('LB_ERR_UWS_UNSUPPORTED', { version, runtime: `Node.js ${process.version} (ABI ${process.versions.modules}) on ${system}: ${why}${fix}`, supported: SUPPORTED })
+    throw unsupported(err, version)
   }
 }
 
-const STATUS_LINE: string[] = []
-for (const [code, text] of Object.entries(STATUS_CODES)) STATUS_LINE[Number(code)] = `${code} ${text}`
-
-function statusLine (status: number, reason: string): string {
-  const std = STATUS_LINE[status]
-  if (std !== undefined && (reason === '' || (std.length === reason.length + 4 && std.endsWith(reason)))) return std
-  return `${status} ${reason === '' ? 'Unknown' : reason}`
-}
-
-const decoder = new TextDecoder()
-const EMPTY: readonly string[] = []
-
-/**
- * Writes status and headers; must run corked. `close`: the connection closes
- * after this response (the client sent Connection: close, or lb closes it).
- * uWS closes but, unlike nginx and HAProxy, does not say so (RFC 9112 §9.6:
- * the server SHOULD); clients such as wrk would otherwise send their next
- * request into a closing connection.
- *
- * The whole head goes to uWS in one writeStatus call: uWS writes
- * "HTTP/1.1 " + status + CRLF, so the header lines ride along after the status
- * text. Each call into uWS costs a JS→C++ crossing and two string conversions;
- * one per header was a measurable share of a proxied request. Invariant: no
- * name or value contains CR or LF (the upstream parser rejects such heads,
- * config values are validated, and uWS drops requests whose line or headers hold
- * a bare CR or LF, so none reaches a redirect's Location: test/plugins/redirect-scheme.test.ts);
- * a line break would be header injection with writeHeader too.
- */
-function writeHead (res: HttpResponse, status: number, reason: string, headers: readonly string[], close: boolean, length = -1): number {
-  let head = statusLine(status, reason)
-  for (let i = 0; i < headers.length; i += 2) head += '\r\n' + headers[i]! + ': ' + headers[i + 1]!
-  if (length >= 0) head += '\r\ncontent-length: ' + length
-  if (close) head += '\r\nconnection: close'
-  res.writeStatus(head)
-  return head.length + UWS_HEAD
-}
-
-// What uWS 20.57 writes of a response beyond lb's head string and the body,
-// in bytes, as captured on a raw socket (test/admin/bytes-out.test.ts checks
-// the sum): writeHead's head is the text of a status line and header lines.
-// Its size is its .length: header text is ASCII but for rare values (an
-// upstream's non-ASCII value is sent as UTF-8, one byte more per such
-// character, not counted; measuring UTF-8 costs ~100 ns a head).
-/** "HTTP/1.1 " + head + CRLF, "Date: <IMF-fixdate, 29 chars>\r\n", "uWebSockets: 20\r\n" */
-const UWS_HEAD = 9 + 2 + 37 + 17
-/** "Connection: close\r\n": end(…, true) and endWithoutBody(n, true) write it unless the request asked for the close */
-const UWS_CLOSE = 19
-/** "\r\n" ending the head of endWithoutBody() */
-const UWS_NO_LENGTH = 2
-/** "Transfer-Encoding: chunked\r\n\r\n", before the first write() */
-const UWS_CHUNKED = 30
-/** "0\r\n\r\n": end() after write() */
-const UWS_LAST_CHUNK = 5
-
-/** "Content-Length: n\r\n\r\n": end(body), tryEnd, endWithoutBody(n) and an end() with nothing written */
-function uwsLength (n: number): number {
-  let digits = 1
-  while (n >= 10) { n = Math.floor(n / 10); digits++ }
-  return 20 + digits
-}
-
-/** "<hex size>\r\n" + CRLF around a chunk of n > 0 bytes written with write() (nothing for n = 0) */
-function uwsChunk (n: number): number {
-  if (n === 0) return 0
-  let digits = 1
-  while (n >= 16) { n = Math.floor(n / 16); digits++ }
-  return digits + 4
-}
-
-/** Counts the bytes written to one entry point's clients beyond bodies (core/worker/sent-bytes.ts). */
-export interface SentCounter {
-  add (bytes: number): void
-}
-
-/**
- * Whole response bodies wait here for the end of the loop turn (core/net/turn.ts),
- * copied out of the upstream read buffer they arrived in; the space is reused
- * from its start every turn. A body longer than STAGE_MAX, or one that no longer
- * fits this turn, is written at once (uWS does not cork more than 16 KiB either).
- */
-const STAGING = Buffer.allocUnsafe(256 * 1024)
-const STAGE_MAX = 16 * 1024
-let stagingUsed = 0
-let stagingTurn = -1
-
-class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
+class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
   readonly #res: HttpResponse
-  aborted = false
-  started = false
   readonly websocket: WebSocketUpgrade | null
   /** the WebSocket route's context, needed by res.upgrade; null for plain requests */
   readonly #wsContext: us_socket_context_t | null
-  #ended = false
-  #abortCb: (() => void) | null = null
-  /** request body reading is paused (upstream backpressure); resumed before the response ends so uWS can drain the rest */
-  #bodyPaused = false
-  #bodyCb: ((chunk: Buffer, last: boolean) => void) | null = null
-  #early: Array<{ chunk: Buffer, last: boolean }> | null = null
-  #drainCb: (() => void) | null = null
-  // response body state
-  #total = -1 // Content-Length being streamed with tryEnd, or -1 for chunked writes
-  /** response head deferred until the first body bytes or the end (#hasHead) */
-  #hasHead = false
-  #status = 0
-  #reason = ''
-  #headers: readonly string[] = EMPTY
-  #pending: Buffer[] | null = null // tryEnd mode: copies not yet accepted by uWS
-  #pendingOffset = 0 // write offset at which pending[0] starts
-  /** the whole body, staged for the end of the turn: STAGING[#stagedAt, #stagedAt + #total) */
-  #stagedAt = -1
-
-  readonly #headRequest: boolean
-  /** the request said Connection: close */
-  readonly #asksClose: boolean
-  readonly #sent: SentCounter | null
-  /** uWS wrote the head's framing line (Transfer-Encoding or Content-Length) */
-  #framed = false
 
   constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, asksClose: boolean, sent: SentCounter | null,
     wsContext: us_socket_context_t | null = null) {
+    super(headRequest, asksClose, sent)
     this.#res = res
-    this.#sent = sent
-    this.#headRequest = headRequest
-    this.#asksClose = asksClose
     this.#wsContext = wsContext
     this.websocket = wsContext === null ? null : this
-    res.onAborted(() => {
-      this.aborted = true
-      const cb = this.#abortCb
-      this.#abortCb = null
-      if (cb !== null && !this.#ended) cb()
-    })
-    if (expectBody) {
-      res.onData((ab, last) => {
-        const cb = this.#bodyCb
-        if (cb !== null) {
-          cb(Buffer.from(ab), last)
-          return
-        }
-        // no consumer yet (a middleware is still deciding): keep a copy, the ArrayBuffer is neutered on return
-        ;(this.#early ??= []).push({ chunk: Buffer.from(ab.slice(0)), last })
-      })
-    }
-  }
-
-  onAbort (cb: () => void): void { this.#abortCb = cb }
-
-  onBody (cb: (chunk: Buffer, last: boolean) => void): void {
-    this.#bodyCb = cb
-    const early = this.#early
-    this.#early = null
-    if (early !== null) for (const e of early) cb(e.chunk, e.last)
+    res.onAborted(() => this.gone())
+    if (expectBody) res.onData((ab, last) => this.received(ab, last))
   }
 
   pauseBody (): void {
-    if (this.aborted || this.#ended) return
-    this.#bodyPaused = true
+    if (this.aborted || this.ended) return
+    this.bodyPaused = true
     this.#res.pause()
   }
 
   resumeBody (): void {
-    if (this.aborted || this.#ended || !this.#bodyPaused) return
-    this.#bodyPaused = false
+    if (this.aborted || this.ended || !this.bodyPaused) return
+    this.bodyPaused = false
     this.#res.resume()
   }
 
-  head (status: number, reason: string, headers: readonly string[], contentLength: number): void {
-    this.started = true
-    this.#total = contentLength
-    // Deferred until the first body bytes or the end, so that a small response
-    // goes out as one corked write (status, headers and body together).
-    this.#hasHead = true
-    this.#status = status
-    this.#reason = reason
-    this.#headers = headers
-  }
-
   body (buf: Buffer, start: number, end: number): boolean {
-    if (this.aborted || this.#ended) return true
-    if (this.#pending !== null) {
-      this.#pending.push(Buffer.from(buf.subarray(start, end)))
+    if (this.aborted || this.ended) return true
+    if (this.pending !== null) {
+      this.pending.push(Buffer.from(buf.subarray(start, end)))
       return false
     }
-    if (this.#hasHead && end - start === this.#total) {
+    if (this.hasHead && end - start === this.total) {
       // the whole body in one piece (the common small response): head and body in one write,
       // staged for the end of the turn when it fits there
       this.resumeBody()
-      this.#ended = true
-      if (!this.#stage(buf, start, end)) this.#writeWhole(buf.subarray(start, end))
+      this.ended = true
+      this.stagedAt = stage(buf, start, end)
+      if (this.stagedAt >= 0) atTurnEnd(this)
+      else this.#writeWhole(buf.subarray(start, end))
       return true
     }
     let ok = true
@@ -260,176 +101,133 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
       const res = this.#res
       this.#flushHead()
       const view = buf.subarray(start, end)
-      if (this.#total < 0) {
-        this.#count((this.#framed ? 0 : UWS_CHUNKED) + uwsChunk(view.length))
-        this.#framed = true
+      if (this.total < 0) {
+        this.countChunk(view.length)
         ok = res.write(view)
         return
       }
-      if (!this.#framed) this.#count(uwsLength(this.#total))
-      this.#framed = true
+      this.countLength()
       const offset = res.getWriteOffset()
-      const [sent, done] = res.tryEnd(view, this.#total)
-      if (done) this.#ended = true
+      const [sent, done] = res.tryEnd(view, this.total)
+      if (done) this.ended = true
       else if (!sent) {
         ok = false
-        this.#pending = [Buffer.from(view)]
-        this.#pendingOffset = offset
+        this.pending = [Buffer.from(view)]
+        this.pendingOffset = offset
       }
     })
     if (!ok) this.#watchWritable()
     return ok
   }
 
-  /** Copies a whole body into this turn's staging space and queues it for turnEnd; false if it does not fit. */
-  #stage (buf: Buffer, start: number, end: number): boolean {
-    const n = end - start
-    if (stagingTurn !== currentTurn()) {
-      stagingTurn = currentTurn()
-      stagingUsed = 0
-    }
-    if (n > STAGE_MAX || stagingUsed + n > STAGING.length) return false
-    buf.copy(STAGING, stagingUsed, start, end)
-    this.#stagedAt = stagingUsed
-    stagingUsed += n
-    atTurnEnd(this)
-    return true
-  }
-
   turnEnd (): void {
-    if (!this.aborted) this.#writeWhole(STAGING.subarray(this.#stagedAt, this.#stagedAt + this.#total))
+    if (!this.aborted) this.#writeWhole(STAGING.subarray(this.stagedAt, this.stagedAt + this.total))
   }
 
   /** The deferred head and the whole body, ending the response, in one corked write. */
   #writeWhole (body: Buffer): void {
     this.#res.cork(() => {
       this.#flushHead()
-      this.#count(uwsLength(body.length))
+      this.count(uwsLength(body.length))
       this.#res.end(body)
     })
   }
 
-  /** Writes the deferred head if there is one (corked); true if it did. */
-  #flushHead (): boolean {
-    if (!this.#hasHead) return false
-    this.#hasHead = false
-    this.#count(writeHead(this.#res, this.#status, this.#reason, this.#headers, this.#asksClose))
-    this.#headers = EMPTY
-    return true
-  }
-
-  /** Bytes about to be written beyond the body; called before the write, inside the cork. */
-  #count (bytes: number): void {
-    if (this.#sent !== null) this.#sent.add(bytes)
+  /** Writes the deferred head if there is one (corked). */
+  #flushHead (): void {
+    if (this.hasHead) this.#res.writeStatus(this.takeHead(-1))
   }
 
   #watchWritable (): void {
     this.#res.onWritable((offset) => {
       if (this.aborted) return true
-      const p = this.#pending
+      const p = this.pending
       if (p !== null) {
         // tryEnd mode: resend from the first byte uWS did not take
         while (p.length > 0) {
-          const chunk = p[0]!.subarray(offset - this.#pendingOffset)
-          const [sent, done] = this.#res.tryEnd(chunk, this.#total)
+          const chunk = p[0]!.subarray(offset - this.pendingOffset)
+          const [sent, done] = this.#res.tryEnd(chunk, this.total)
           if (done) {
-            this.#ended = true
+            this.ended = true
             p.length = 0
             break
           }
           if (!sent) return false
           offset = this.#res.getWriteOffset()
-          this.#pendingOffset = offset
+          this.pendingOffset = offset
           p.shift()
         }
-        this.#pending = null
+        this.pending = null
       }
-      const cb = this.#drainCb
+      const cb = this.drainCb
       if (cb !== null) cb()
       return true
     })
   }
 
-  onDrain (cb: () => void): void { this.#drainCb = cb }
-
   end (): void {
-    if (this.aborted || this.#ended) return
-    if (this.#pending !== null) {
+    if (this.aborted || this.ended) return
+    if (this.pending !== null) {
       // tryEnd completes the response by itself once the last pending byte is taken
       return
     }
     this.resumeBody()
-    this.#ended = true
+    this.ended = true
     this.#res.cork(() => {
       const res = this.#res
-      if (this.#hasHead && (this.#headRequest || this.#status === 204 || this.#status === 304)) {
-        // No body, and no Content-Length: 0 from uWS: a HEAD gets the length it was given, a 304 the
-        // server's if any, a 204 none (head() was given -1; RFC 9110 §8.6, §15.4.5). The length goes in
-        // the head: this build's endWithoutBody(n) closes a keep-alive connection when n > 0.
-        this.#hasHead = false
-        this.#count(writeHead(res, this.#status, this.#reason, this.#headers, this.#asksClose, this.#total) + UWS_NO_LENGTH)
-        this.#headers = EMPTY
+      if (this.bodiless()) {
+        res.writeStatus(this.takeHead(this.total))
+        this.count(UWS_NO_LENGTH)
         res.endWithoutBody()
         return
       }
       this.#flushHead()
-      // after write(): the last chunk; with nothing written: "Content-Length: 0"; after tryEnd: nothing more
-      if (this.#total < 0 || !this.#framed) this.#count(this.#framed ? UWS_LAST_CHUNK : uwsLength(0))
+      this.countEnd()
       res.end()
     })
   }
 
   send (status: number, headers: readonly string[], body: string, close = false): void {
-    if (this.aborted || this.#ended) return
+    if (this.aborted || this.ended) return
     this.started = true
     this.resumeBody()
-    this.#ended = true
-    // Decided inside the request callback: uWS goes on parsing what the client
-    // already sent after this request and would hand lb the next request even
-    // though this answer closes the connection (a smuggled request after a
-    // framing error). Answered on the next turn instead, with this response
-    // still pending, uWS reads nothing more: it ends the connection itself
-    // when another request follows in those bytes (no answer then, nothing
-    // forwarded), and closes it right after this answer otherwise.
-    if (close && this === handling) setImmediate(() => { if (!this.aborted) this.#sendNow(status, headers, body, true) })
+    this.ended = true
+    if (close && this.inCallback) setImmediate(() => { if (!this.aborted) this.#sendNow(status, headers, body, true) })
     else this.#sendNow(status, headers, body, close)
   }
 
   #sendNow (status: number, headers: readonly string[], body: string, close: boolean): void {
     this.#res.cork(() => {
-      if (this.#headRequest && !close) {
-        // the length in the head, not endWithoutBody(n): see end()
-        this.#count(writeHead(this.#res, status, '', headers, this.#asksClose, Buffer.byteLength(body)) + UWS_NO_LENGTH)
-        this.#res.endWithoutBody()
-        return
-      }
-      // `close` makes uWS write "Connection: close" itself, unless the client asked for the close
-      const head = writeHead(this.#res, status, '', headers, this.#asksClose) + (close && !this.#asksClose ? UWS_CLOSE : 0)
-      this.#count(head + uwsLength(Buffer.byteLength(body)))
-      if (this.#headRequest) this.#res.endWithoutBody(Buffer.byteLength(body), close)
-      else this.#res.end(body, close)
+      const n = Buffer.byteLength(body)
+      this.#res.writeStatus(this.answerHead(status, headers, n, close))
+      if (!this.headRequest) this.#res.end(body, close)
+      else if (close) this.#res.endWithoutBody(n, close)
+      else this.#res.endWithoutBody() // the length is in the head: see end()
     })
   }
 
-  bodyBytes (body: string): number {
-    return this.aborted || this.#ended || this.#headRequest ? 0 : Buffer.byteLength(body)
-  }
-
   destroy (): void {
-    if (this.aborted || this.#ended) return
-    this.#ended = true
+    if (this.aborted || this.ended) return
+    this.ended = true
     this.#res.close()
   }
 
+  /** Runs the data plane's handler inside uWS's request callback. */
+  serve (handler: RequestHandler, ctx: Ctx): void {
+    this.inCallback = true
+    handler(ctx, this)
+    this.inCallback = false
+  }
+
   accept (session: WsSession, key: string, protocol: string, headers: readonly string[]): boolean {
-    if (this.aborted || this.#ended || this.#wsContext === null) return false
+    if (this.aborted || this.ended || this.#wsContext === null) return false
     this.started = true
-    this.#ended = true // the HttpResponse is gone once upgraded
+    this.ended = true // the HttpResponse is gone once upgraded
     const ctx = this.#wsContext
     const upgrade = (): void => {
       const res = this.#res
       // custom headers on a 101 need the status written first (uWS docs)
-      writeHead(res, 101, '', headers, false)
+      res.writeStatus(headText(101, '', headers, false, -1))
       // no extensions: permessage-deflate is never negotiated, so frames relay without recompression
       res.upgrade<WsUserData>({ session }, key, protocol, '', ctx)
     }
@@ -444,18 +242,16 @@ class UwsClient implements ClientResponse, WebSocketUpgrade, AtTurnEnd {
  * A WebSocket this thread holds open to itself, only ever corked: the way
  * around a bug of this uWS build. An upgrade made after the upgrade handler
  * returned (ours wait for the server's 101) must run in res.cork (else uWS
- * prints a warning per call), and HttpResponse::cork, once its callback
- * returns, reads the HTTP response state of a socket that upgrade() has just
- * turned into a WebSocket, reallocated in place: when the bytes there happen to
- * say "Connection: close", it closes the new WebSocket at once (the client
- * sees its 101, then 1006). Fixed upstream in uWebSockets PR #1929, but not
- * in uWebSockets.js 20.57: without the anchor, 2 of 16 runs of
- * test/ws/ws.test.ts saw a new WebSocket closed so. While another socket of the loop is corked,
- * res.cork skips its own corking and that check, and still counts as corked
- * for the warning: so upgrades run inside corkAnchor.cork(). Their few writes
- * then go out uncorked, which costs some syscalls per upgrade, not per message.
- * null until started (startCorkAnchor) or if the anchor closed: upgrades then
- * take the plain path.
+ * warns per call), and HttpResponse::cork, once its callback returns, reads
+ * the HTTP state of a socket that upgrade() has just turned into a WebSocket,
+ * reallocated in place: when those bytes happen to say "Connection: close", it
+ * closes the new WebSocket at once (the client sees 101, then 1006; 2 of 16
+ * runs of test/ws/ws.test.ts; fixed in uWebSockets PR #1929, not in
+ * uWebSockets.js 20.57). While another socket of the loop is corked, res.cork
+ * skips its own corking and that check, and still counts as corked for the
+ * warning: so upgrades run inside corkAnchor.cork(), their few writes uncorked
+ * (some syscalls per upgrade, not per message). null until started or if the
+ * anchor closed: upgrades then take the plain path.
  */
 let corkAnchor: WebSocket<unknown> | null = null
 let anchorStarted: Promise<void> | null = null
@@ -489,19 +285,9 @@ function startCorkAnchor (uws: Uws): Promise<void> {
       close: (ws: WebSocket<unknown>) => { if (ws === corkAnchor) corkAnchor = null },
     })
     app.listen('127.0.0.1', 0, (t: us_listen_socket | false) => {
-      if (t === false) {
-        resolve()
-        return
-      }
       token = t
-      const sock = net.connect(uws.us_socket_local_port(t), '127.0.0.1', () => {
-        sock.write('GET / HTTP/1.1\r\nhost: anchor\r\nupgrade: websocket\r\nconnection: Upgrade\r\n' +
-          'sec-websocket-key: bGItY29yay1hbmNob3IhIQ==\r\nsec-websocket-version: 13\r\n\r\n')
-      })
-      sock.unref() // never keeps the thread alive
-      sock.on('error', done)
-      sock.on('close', done)
-      sock.resume() // the 101 and nothing else: read and dropped
+      if (t === false) resolve()
+      else dialSelf(uws.us_socket_local_port(t), done)
     })
   })
   return anchorStarted
@@ -511,18 +297,6 @@ interface WsUserData { readonly session: WsSession }
 
 /** The fragment sends exist in the binary (uWS WebSocket::sendFirstFragment...) but not in its type definitions. */
 type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendFirstFragment' | 'sendFragment' | 'sendLastFragment'>
-
-export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
-
-/** The client whose request callback is running (null outside one): see UwsClient.send. */
-let handling: UwsClient | null = null
-
-/** Runs the data plane's handler inside uWS's request callback. */
-function handle (handler: RequestHandler, ctx: Ctx, client: UwsClient): void {
-  handling = client
-  handler(ctx, client)
-  handling = null
-}
 
 const apps: TemplatedApp[] = []
 
@@ -536,34 +310,9 @@ export function closeAllApps (): void {
   for (const app of apps.splice(0)) app.close()
 }
 
-export interface Listener {
-  close (): void
-}
-
-export interface ListenOptions {
-  /** https: an SSLApp with these files (its `ca` is not given to uWS, see listeners.ts); null = plain */
-  readonly tls: TlsConf | null
-  /** listen on this unix socket instead of host:port (the internal hop behind the mTLS terminator) */
-  readonly unixPath: string
-  /** the peer is lb's own TLS terminator: the client address comes from the PROXY v2 header it sends */
-  readonly proxied: boolean
-  /** largest WebSocket message a client may send; 0 = no WebSocket route */
-  readonly wsMaxMessage: number
-  /** counts this app's connections and enforces global.max_connections; null = not counted */
-  readonly conns: Connections | null
-  /** counts response heads and chunk framing sent to this entry point's clients; null = not counted */
-  readonly sent: SentCounter | null
-}
-
-export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null, sent: null })
-
-/** Set by readRequest: the request it just read said Connection: close (read right after, no allocation). */
-let asksClose = false
-
 /** Copies what the data plane needs of a uWS request (valid only during this callback) into a new Ctx. */
 function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, proto: 'http' | 'https', proxied: boolean): Ctx {
   const ctx = new Ctx()
-  asksClose = false
   ctx.method = req.getCaseSensitiveMethod() // methods are case-sensitive (RFC 9110 §9.1): "get" is not GET
   ctx.path = req.getUrl()
   ctx.query = req.getQuery() ?? ''
@@ -572,62 +321,10 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
   const headers = ctx.headers
   req.forEach((k, v) => {
     headers.push(k, v)
-    if (k === 'content-length') {
-      ctx.contentLength = /^\d+$/.test(v) ? Number(v) : -2
-    } else if (k === 'transfer-encoding') {
-      ctx.chunked = true
-      ctx.contentLength = -1
-    } else if (k === 'host') {
-      ctx.host = hostOf(v)
-    } else if (k === 'connection' && /(?:^|,)\s*close\s*(?:,|$)/i.test(v)) {
-      asksClose = true
-    }
+    readHeader(ctx, k, v)
   })
-  ctx.remoteAddress = proxied ? canonicalIp(decoder.decode(res.getProxiedRemoteAddressAsText())) : peerText(res.getRemoteAddress())
+  ctx.remoteAddress = proxied ? proxiedText(res.getProxiedRemoteAddressAsText()) : peerText(res.getRemoteAddress())
   return ctx
-}
-
-// The last Host value this thread parsed, and its host name (port dropped,
-// lower case): clients send the same Host request after request, so the
-// lastIndexOf (a runtime call in V8, not a builtin) and the copies run only when it changes.
-let lastHostValue = ''
-let lastHost = ''
-
-function hostOf (v: string): string {
-  if (v !== lastHostValue) {
-    const colon = v.lastIndexOf(':')
-    lastHost = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()
-    lastHostValue = v
-  }
-  return lastHost
-}
-
-// The last peer address this thread turned into text, as bytes and text: most
-// requests arrive over a few keep-alive connections from a few clients, so the
-// text is usually reused (uWS's own text form costs a sprintf and a decode each time).
-const lastPeer = new Uint8Array(16)
-let lastPeerLen = -1
-let lastPeerText = ''
-
-/** Canonical text of a peer address as uWS gives it: 4 bytes (IPv4) or 16 (IPv6, IPv4-mapped included). */
-function peerText (ab: ArrayBuffer): string {
-  const b = new Uint8Array(ab)
-  const n = b.length
-  if (n === lastPeerLen) {
-    let i = 0
-    while (i < n && b[i] === lastPeer[i]) i++
-    if (i === n) return lastPeerText
-  }
-  const text = n === 4 ? `${b[0]!}.${b[1]!}.${b[2]!}.${b[3]!}` : n === 16 ? formatIp(b) : ''
-  lastPeer.set(b)
-  lastPeerLen = n
-  lastPeerText = text
-  return text
-}
-
-/** The body is read when one is announced (a valid positive Content-Length, or Transfer-Encoding). */
-function expectsBody (ctx: Ctx): boolean {
-  return ctx.chunked || ctx.contentLength > 0
 }
 
 /** uSockets options for one certificate: it sets the TLS 1.2 minimum itself (TLS 1.0/1.1 handshakes fail). */
@@ -667,7 +364,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose, sent))
+    new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', ctx.asksClose, sent).serve(handler, ctx)
   })
   if (opts.wsMaxMessage > 0) {
     app.ws<WsUserData>('/*', {
@@ -680,7 +377,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         const ctx = readRequest(req, res, entrypoint, proto, proxied)
         // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
         const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, sent, ws))
+        new UwsClient(res, expectsBody(ctx), false, ctx.asksClose, sent, ws).serve(handler, ctx)
       },
       open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
       message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
@@ -694,13 +391,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
     })
   }
   return new Promise((resolve) => {
-    const done = (token: us_listen_socket | false): void => {
-      if (token === false) {
-        resolve(null)
-        return
-      }
-      resolve({ close: () => uws.us_listen_socket_close(token) })
-    }
+    const done = (token: us_listen_socket | false): void => resolve(token === false ? null : { close: () => uws.us_listen_socket_close(token) })
     if (opts.unixPath !== '') app.listen_unix(done, opts.unixPath)
     else app.listen(host, port, done)
   })

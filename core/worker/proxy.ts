@@ -6,35 +6,18 @@
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
 import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
-import { C_RESP_1XX, C_RETRIES, G_READING, statusClass } from '../shm/layout.js'
+import { C_RESP_1XX, G_READING, statusClass } from '../shm/layout.js'
 import { recordServerTimes } from '../shm/request-stats.js'
-import { noServerReason } from '../shm/server-why.js'
 import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
 import { runResponseHooks } from './chain.js'
-import { forwardHead } from './forward-head.js'
+import { httpRequestHead } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
-import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
+import type { ExchangeHost, RouteTarget, ServiceRuntime } from './runtime.js'
+import { ServerTries } from './server-tries.js'
 
-/**
- * Request headers never forwarded: hop-by-hop (RFC 9110 §7.6.1) and the ones
- * the proxy sets itself. Names arrive lower-case (uWS); switching on the length
- * spares hashing every fresh name string, as a Set lookup would.
- */
-function isHop (k: string): boolean {
-  switch (k.length) {
-    case 2: return k === 'te'
-    case 7: return k === 'trailer' || k === 'upgrade'
-    case 9: return k === 'x-real-ip'
-    case 10: return k === 'connection' || k === 'keep-alive'
-    case 15: return k === 'x-forwarded-for'
-    case 16: return k === 'proxy-connection'
-    case 17: return k === 'transfer-encoding' || k === 'x-forwarded-proto'
-    default: return false
-  }
-}
 /** Exchanges in progress in this thread: what the drain deadline has to cut (cutExchanges). */
 const live = new Set<ProxyExchange>()
 
@@ -49,24 +32,19 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
-export class ProxyExchange implements Exchange {
+export class ProxyExchange extends ServerTries implements Exchange {
   readonly #dp: ExchangeHost
   readonly #ctx: Ctx
   readonly #client: ClientResponse
   readonly #svc: ServiceRuntime
   readonly #target: RouteTarget
-  #server: ServerRuntime | null = null
-  #serverIdx = -1
   #conn: UpstreamConnection | null = null
   #head = ''
   /** body chunks (copies) received before the upstream connection was ready */
   #queued: Buffer[] | null = null
   /** the whole body, when it had arrived before the connection was ready: kept to replay it on a retry */
   #replay: Buffer[] | null = null
-  /** tick when the first try began (retry_timeout) */
-  #firstTry = 0
   #bodyDone: boolean
-  #attempts = 0
   #responded = false
   #finished = false
   #reading: boolean
@@ -83,6 +61,7 @@ export class ProxyExchange implements Exchange {
   requestComplete = false
 
   constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
+    super(dp, target.service)
     this.#dp = dp
     this.#ctx = ctx
     this.#client = client
@@ -100,30 +79,19 @@ export class ProxyExchange implements Exchange {
       this.#dp.stripe.add(G_READING, 1)
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
-    this.#head = this.#buildHead()
-    this.#firstTry = now()
-    this.#connect(-1)
-  }
-
-  #buildHead (): string {
-    const ctx = this.#ctx
-    return forwardHead(ctx, ctx.method, isHop, this.#svc.hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
+    this.#head = httpRequestHead(this.#ctx, this.#svc.hostFallback)
+    this.#connect(false)
   }
 
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
-  #connect (exclude: number, failed: ErrorCode | null = null): void {
-    const svc = this.#svc
-    const idx = this.#dp.claimServer(svc, this.#ctx.remoteAddress, exclude)
-    if (idx < 0) {
+  #connect (retry: boolean, failed: ErrorCode | null = null, counted = true): void {
+    const server = this.claimServer(this.#ctx.remoteAddress, retry, counted)
+    if (server === null) {
       if (failed !== null) this.#fail(failed, {})
-      else this.#fail('LB_ERR_NO_SERVER', { service: svc.conf.name, why: noServerReason(this.#dp.shm.i32, svc.servers, svc.conf.healthCheck, now()) })
+      else this.#fail('LB_ERR_NO_SERVER', this.noServerParams())
       return
     }
-    const server = svc.servers[idx]!
-    this.#server = server
-    this.#serverIdx = idx
     this.#ctx.server = server.conf.name
-    this.#attempts++
     this.requestComplete = false
     this.#pickedAt = performance.now()
     this.#connectedAt = 0
@@ -223,7 +191,7 @@ export class ProxyExchange implements Exchange {
         }
       }
     }
-    const slot = this.#server!.slot
+    const slot = this.server!.slot
     this.#dp.stripe.addServer(slot, C_RESP_1XX + statusClass(ctx.status))
     this.#bodyLeft = contentLength
     this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength)
@@ -308,8 +276,6 @@ export class ProxyExchange implements Exchange {
 
   onUpstreamError (code: ErrorCode, conn: UpstreamConnection): void {
     if (this.#finished) return
-    const server = this.#server!
-    const dp = this.#dp
     const connectPhase = !conn.connected
     if (code === 'LB_ERR_UPSTREAM_TIMEOUT' && !connectPhase && !this.#bodyDone) {
       // the client stopped sending its body: a client time-out, not the server's fault
@@ -319,7 +285,7 @@ export class ProxyExchange implements Exchange {
     }
     const reported: ErrorCode = connectPhase && code === 'LB_ERR_UPSTREAM_RESET' ? 'LB_ERR_UPSTREAM_CONNECT' : code
     const staleKeepAlive = !connectPhase && conn.uses > 1 && conn.parser.bytes === 0 && code === 'LB_ERR_UPSTREAM_RESET'
-    dp.failServer(this.#svc, server, connectPhase, !staleKeepAlive)
+    this.tryFailed(connectPhase, !staleKeepAlive)
     // what can be sent again: nothing was sent (connect failed: the held body is whole so far and
     // the rest is still to come), or an idempotent request whose body, if any, is held whole
     const replayable = !this.#responded && code !== 'LB_ERR_UPSTREAM_PROTOCOL' && (connectPhase ||
@@ -331,15 +297,12 @@ export class ProxyExchange implements Exchange {
         // the server closed an idle keep-alive connection as we reused it: nothing was processed, try a
         // fresh connection (uses = 1, so this happens once per try). Not a try of its own: when the server
         // has just died, the fresh connect fails next and must still have its retry on another server.
-        this.#attempts--
-        this.#connect(-1, reported)
+        this.#connect(false, reported, false)
         return
       }
-      const limit = this.#svc.conf.retryTimeoutMs
-      if (this.#attempts <= this.#svc.conf.retries && (limit === 0 || ((now() - this.#firstTry) | 0) < limit)) {
-        dp.stripe.addServer(server.slot, C_RETRIES)
+      if (this.mayRetry()) {
         this.#ctx.retries++
-        this.#connect(this.#serverIdx, reported)
+        this.#connect(true, reported)
         return
       }
     }
@@ -360,16 +323,16 @@ export class ProxyExchange implements Exchange {
 
   /** Gives the server slot back (in-flight count); the connection is gone or reusable. */
   #release (): void {
-    if (this.#server !== null) {
+    const server = this.server
+    if (server !== null) {
+      if (this.#headAt > 0 && this.#connectedAt > 0) {
+        const s = this.#dp.stripe
+        recordServerTimes(s.f64, s.base, server.slot, this.#connectedAt - this.#pickedAt, this.#headAt - this.#connectedAt, performance.now() - this.#ctx.t0)
+      }
       // what crossed the server's socket, as HAProxy's server bin/bout: the forwarded head (ASCII
       // but for rare non-ASCII values: its length is its size) and body, and the response as read
       const conn = this.#conn
-      this.#dp.releaseServer(this.#server.slot, this.#connectedAt > 0 ? this.#head.length + this.#ctx.bytesIn : 0, conn !== null ? conn.parser.bytes : 0)
-      if (this.#headAt > 0 && this.#connectedAt > 0) {
-        const s = this.#dp.stripe
-        recordServerTimes(s.f64, s.base, this.#server.slot, this.#connectedAt - this.#pickedAt, this.#headAt - this.#connectedAt, performance.now() - this.#ctx.t0)
-      }
-      this.#server = null
+      this.releaseTry(this.#connectedAt > 0 ? this.#head.length + this.#ctx.bytesIn : 0, conn !== null ? conn.parser.bytes : 0)
     }
     this.#conn = null
   }

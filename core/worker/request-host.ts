@@ -10,7 +10,7 @@
 // Refused beyond RFC 3986: an empty name, and percent-encoded names (DNS names
 // have none; nginx refuses "%" too). A trailing dot (the fully qualified
 // form) is valid and dropped from ctx.host, so "Example.COM." matches
-// Host(`example.com`) (ctx.host is already lower case: http.ts hostOf).
+// Host(`example.com`) (ctx.host is already lower case: request-read.ts hostOf).
 import { isIPv6 } from 'node:net'
 import type { Ctx } from './context.js'
 

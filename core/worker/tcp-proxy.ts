@@ -16,9 +16,9 @@
 import net from 'node:net'
 import { now } from '../clock.js'
 import type { EntryPointConf } from '../config/static.js'
-import { C_RETRIES } from '../shm/layout.js'
 import type { Connections } from './connections.js'
-import type { DataPlane, ServerRuntime, ServiceRuntime } from './dataplane.js'
+import type { DataPlane, ServiceRuntime } from './dataplane.js'
+import { ServerTries, connectServer } from './server-tries.js'
 import { listenServer } from '../net/listen.js'
 
 const sessions = new Set<TcpSession>()
@@ -65,15 +65,12 @@ export class TcpListener {
   }
 }
 
-class TcpSession {
+class TcpSession extends ServerTries {
   readonly #dp: DataPlane
   readonly #ep: EntryPointConf
   readonly #client: net.Socket
-  #svc: ServiceRuntime | null = null
-  #server: ServerRuntime | null = null
-  #serverIdx = -1
+  readonly #svc: ServiceRuntime | null
   #upstream: net.Socket | null = null
-  #attempts = 0
   #connected = false
   #finished = false
   /** for the access log: start tick, outcome (nginx stream $status) and the last server tried */
@@ -82,6 +79,9 @@ class TcpSession {
   #serverName = ''
 
   constructor (dp: DataPlane, ep: EntryPointConf, client: net.Socket) {
+    const svc = dp.services.get(ep.service) ?? null
+    super(dp, svc)
+    this.#svc = svc
     this.#dp = dp
     this.#ep = ep
     this.#client = client
@@ -92,33 +92,23 @@ class TcpSession {
     sessions.add(this)
     client.on('error', () => this.#end())
     client.on('close', (hadError: boolean) => this.#closed(hadError, this.#upstream))
-    const svc = this.#dp.services.get(this.#ep.service)
-    if (svc === undefined) {
+    if (this.#svc === null) {
       this.#end()
       return
     }
-    this.#svc = svc
-    this.#connect(-1)
+    this.#connect(false)
   }
 
-  #connect (exclude: number): void {
-    const svc = this.#svc!
+  #connect (retry: boolean): void {
     const dp = this.#dp
-    const idx = dp.claimServer(svc, this.#client.remoteAddress ?? '', exclude)
-    if (idx < 0) {
-      if (dp.log.debugEnabled) dp.log.debug('tcp: no server available', { entrypoint: this.#ep.name, service: svc.conf.name })
+    const server = this.claimServer(this.#client.remoteAddress ?? '', retry)
+    if (server === null) {
+      if (dp.log.debugEnabled) dp.log.debug('tcp: no server available', { entrypoint: this.#ep.name, service: this.#svc!.conf.name })
       this.#end()
       return
     }
-    const server = svc.servers[idx]!
-    this.#server = server
     this.#serverName = server.conf.name
-    this.#serverIdx = idx
-    this.#attempts++
-    const c = server.conf
-    const up = c.path !== ''
-      ? net.connect({ path: c.path, allowHalfOpen: true })
-      : net.connect({ host: c.host, port: c.port, allowHalfOpen: true, noDelay: true })
+    const up = connectServer(server.conf, { allowHalfOpen: true })
     this.#upstream = up
     up.setTimeout(dp.conf.timeouts.connectMs)
     up.once('connect', () => this.#onConnected(up))
@@ -150,26 +140,20 @@ class TcpSession {
     if (this.#upstream !== up || this.#finished) return
     up.destroy()
     this.#upstream = null
-    const server = this.#server!
-    const dp = this.#dp
     this.#status = 502 // unless another server connects
-    dp.failServer(this.#svc!, server, true)
+    this.tryFailed(true)
     this.#release()
-    if (this.#attempts <= this.#svc!.conf.retries) {
+    if (this.mayRetry()) {
       // nothing was sent yet (the client is paused until connected): another server can take it
-      dp.stripe.addServer(server.slot, C_RETRIES)
-      this.#connect(this.#serverIdx)
+      this.#connect(true)
       return
     }
     this.#end()
   }
 
   #release (): void {
-    const server = this.#server
-    if (server === null) return
-    this.#server = null
     const connected = this.#connected
-    this.#dp.releaseServer(server.slot, connected ? this.#client.bytesRead : 0, connected ? this.#client.bytesWritten : 0)
+    this.releaseTry(connected ? this.#client.bytesRead : 0, connected ? this.#client.bytesWritten : 0)
   }
 
   /**

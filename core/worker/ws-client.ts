@@ -1,6 +1,6 @@
 // The client side of a WebSocket as the data plane sees it (as client.ts is
 // for HTTP): core/worker/http.ts implements these over uWS, nothing else
-// touches uWS objects. core/worker/ws-proxy.ts is the one user.
+// touches uWS objects. core/worker/ws-relay.ts (under ws-proxy.ts) is the one user.
 
 /**
  * An accepted client WebSocket, valid from the session's onOpen until its

@@ -107,3 +107,23 @@ test('import graph: every built-in plugin imports lb/plugin, which resolves to c
   assert.equal(pkg.exports['./plugin']?.default, './dist/core/plugin-api.js')
   assert.equal(pkg.exports['./plugin']?.types, './dist/core/plugin-api.d.ts')
 })
+
+test('import graph: core/worker/http.ts is the only module that imports uWebSockets.js, types included', () => {
+  const users = [...graph()].filter(([, tos]) => tos.has('uWebSockets.js')).map(([mod]) => mod)
+  assert.deepEqual([...new Set(users)], ['core/worker/http'])
+})
+
+/** Past this, a file holds more than one concept: split it by concept (docs/architecture.md). */
+const MAX_LINES = 400
+
+test(`every source file under core/ and plugins/ has at most ${MAX_LINES} lines`, () => {
+  const long: string[] = []
+  for (const top of ['core', 'plugins']) {
+    for (const f of readdirSync(join(ROOT, top), { recursive: true, encoding: 'utf8' })) {
+      if (!/\.(ts|js|mjs)$/.test(f)) continue
+      const lines = readFileSync(join(ROOT, top, f), 'utf8').split('\n').length - 1
+      if (lines > MAX_LINES) long.push(`${top}/${f}: ${lines} lines`)
+    }
+  }
+  assert.deepEqual(long, [])
+})

@@ -1,0 +1,35 @@
+// What a caller of listenHttp (core/worker/http.ts) gives and gets, without uWS:
+// the options of one app, the handle that stops it listening, the request
+// handler, and the counter of bytes sent beyond bodies.
+import type { TlsConf } from '../config/tls.js'
+import type { ClientResponse } from './client.js'
+import type { Connections } from './connections.js'
+import type { Ctx } from './context.js'
+
+/** Counts the bytes written to one entry point's clients beyond bodies (core/worker/sent-bytes.ts). */
+export interface SentCounter {
+  add (bytes: number): void
+}
+
+export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
+
+export interface Listener {
+  close (): void
+}
+
+export interface ListenOptions {
+  /** https: an SSLApp with these files (its `ca` is not given to uWS, see listeners.ts); null = plain */
+  readonly tls: TlsConf | null
+  /** listen on this unix socket instead of host:port (the internal hop behind the mTLS terminator) */
+  readonly unixPath: string
+  /** the peer is lb's own TLS terminator: the client address comes from the PROXY v2 header it sends */
+  readonly proxied: boolean
+  /** largest WebSocket message a client may send; 0 = no WebSocket route */
+  readonly wsMaxMessage: number
+  /** counts this app's connections and enforces global.max_connections; null = not counted */
+  readonly conns: Connections | null
+  /** counts response heads and chunk framing sent to this entry point's clients; null = not counted */
+  readonly sent: SentCounter | null
+}
+
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null, sent: null })
