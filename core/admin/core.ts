@@ -6,6 +6,7 @@ import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
+import type { CertificateStatus, OrderCounts } from '../acme/manager.js'
 
 export interface AdminCore {
   readonly configPath: string
@@ -20,4 +21,9 @@ export interface AdminCore {
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore
+  /** the ACME resolvers' certificates and order counts (core/acme/manager.ts); absent = none */
+  readonly certificates?: {
+    status (): CertificateStatus[]
+    counts (): ReadonlyMap<string, OrderCounts>
+  }
 }

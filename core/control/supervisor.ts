@@ -5,7 +5,7 @@
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
-import type { FromWorker, Slots, ToWorker, WorkerData } from '../protocol.js'
+import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
 
@@ -13,6 +13,8 @@ const WORKER_URL = new URL('../worker/main.js', import.meta.url)
 const BACKOFF_MIN_MS = 100
 const BACKOFF_MAX_MS = 10_000
 const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
+/** a worker that has not applied an ACME state within this is not waited for (it gets the state when it restarts) */
+const ACME_ACK_MS = 5_000
 const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by itself within this is stuck
 
 interface Slot {
@@ -32,6 +34,10 @@ export class Supervisor {
   /** requests cut at the drain deadline, summed over workers */
   #cut = 0
   readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
+  /** what workers serve for ACME now; a (re)started worker gets it in its workerData */
+  #acme: AcmeState = NO_ACME
+  #acmeSeq = 0
+  readonly #acmePending = new Map<number, { resolve: () => void, waiting: Set<number> }>()
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
@@ -49,7 +55,7 @@ export class Supervisor {
 
   #spawn (index: number): Promise<void> {
     const slot = this.#slots[index]!
-    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap }
+    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme }
     const w = new Worker(WORKER_URL, { workerData: data })
     slot.worker = w
     slot.startedAt = Date.now()
@@ -68,6 +74,9 @@ export class Supervisor {
           case 'cut':
             this.#cut += m.count
             break
+          case 'acme-applied':
+            this.#acmeSettle(m.seq, index)
+            break
           case 'applied':
           case 'rejected':
             this.#settle(m.generation, index, m.type === 'rejected' ? m.message : null)
@@ -83,6 +92,7 @@ export class Supervisor {
         slot.worker = null
         clearGauges(this.#shm, index) // its requests died with it; counters stay
         for (const p of this.#pending.values()) if (p.waiting.delete(index) && p.waiting.size === 0) p.resolve(p.errors)
+        for (const [seq] of this.#acmePending) this.#acmeSettle(seq, index)
         if (this.#stopping) return
         if (!ready) return // start-up failure: reported through the promise
         this.#log.error('worker exited; restarting', { worker: index, code })
@@ -124,6 +134,34 @@ export class Supervisor {
       }
       this.#pending.set(generation, { resolve, waiting: new Set(live.map(([, i]) => i)), errors: [] })
       for (const [w] of live) this.#send(w!, { type: 'config', generation, config, slots })
+    })
+  }
+
+  #acmeSettle (seq: number, index: number): void {
+    const p = this.#acmePending.get(seq)
+    if (p === undefined || !p.waiting.delete(index) || p.waiting.size > 0) return
+    this.#acmePending.delete(seq)
+    p.resolve()
+  }
+
+  /**
+   * Hands every worker the ACME certificates and challenge answers to serve;
+   * resolves once each live worker applied it (at most ACME_ACK_MS: the CA is
+   * told to validate only after this, so every worker must know the answer).
+   */
+  publishAcme (state: AcmeState): Promise<void> {
+    this.#acme = state
+    const seq = ++this.#acmeSeq
+    const live = this.#slots.map((s, i) => [s.worker, i] as const).filter(([w]) => w !== null)
+    if (live.length === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#acmePending.delete(seq)
+        resolve()
+      }, ACME_ACK_MS)
+      timer.unref()
+      this.#acmePending.set(seq, { resolve: () => { clearTimeout(timer); resolve() }, waiting: new Set(live.map(([, i]) => i)) })
+      for (const [w] of live) this.#send(w!, { type: 'acme', seq, state })
     })
   }
 

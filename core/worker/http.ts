@@ -538,6 +538,12 @@ export function closeAllApps (): void {
 
 export interface Listener {
   close (): void
+  /**
+   * https (uWS) only: from now on, clients asking for `host` by SNI get this
+   * certificate (files read now), or, with null, the app's default one again.
+   * Established connections keep theirs.
+   */
+  setServerName?: (host: string, files: { readonly cert: string, readonly key: string } | null) => void
 }
 
 export interface ListenOptions {
@@ -698,7 +704,10 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         resolve(null)
         return
       }
-      resolve({ close: () => uws.us_listen_socket_close(token) })
+      const l: Listener = { close: () => uws.us_listen_socket_close(token) }
+      // uSockets ignores an add for a name it has: remove first (removing an unknown name does nothing)
+      if (tls !== null) l.setServerName = (h, f) => { app.removeServerName(h); if (f !== null) app.addServerName(h, sslOptions(f.cert, f.key, tls.ciphers)) }
+      resolve(l)
     }
     if (opts.unixPath !== '') app.listen_unix(done, opts.unixPath)
     else app.listen(host, port, done)

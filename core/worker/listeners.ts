@@ -31,7 +31,7 @@ import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
 import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { WorkerData } from '../protocol.js'
+import type { AcmeCert, WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Connections } from './connections.js'
 import { SentBytes } from './sent-bytes.js'
@@ -39,6 +39,7 @@ import type { DataPlane } from './dataplane.js'
 import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls-terminator.js'
+import { applyAcmeCerts } from './acme-sni.js'
 
 type Uws = ReturnType<typeof loadUws>
 
@@ -71,6 +72,8 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
+  /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners */
+  #acme: readonly AcmeCert[] = []
   #listening = false
   #refreshing: Promise<void> = Promise.resolve()
 
@@ -131,6 +134,20 @@ export class EntryPoints {
       if (this.#open.has(ep.name)) continue
       const l = await this.#listenOne(ep)
       if (l !== null) this.#open.set(ep.name, l)
+    }
+    this.#applyAcme()
+  }
+
+  /** Serves these ACME certificates from now on (core/acme/manager.ts); throws when uWS cannot read their files. */
+  setAcme (certs: readonly AcmeCert[]): void {
+    this.#acme = certs
+    this.#applyAcme()
+  }
+
+  #applyAcme (): void {
+    for (const ep of this.#eps) {
+      const l = this.#open.get(ep.name)
+      if (l !== undefined) applyAcmeCerts(ep, l, this.#acme)
     }
   }
 
@@ -199,6 +216,7 @@ export class EntryPoints {
           const l = await this.#listenOne(ep)
           if (l === null) continue
           this.#open.set(ep.name, l)
+          applyAcmeCerts(ep, l, this.#acme) // a new app: it serves no ACME name yet
           old?.close()
         }
         this.#prints.set(ep.name, print)

@@ -15,6 +15,7 @@ import { loadPluginModules } from '../../plugins/index.js'
 import { retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws } from './http.js'
 import { EntryPoints } from './listeners.js'
+import { setAcmeTokens } from './acme-challenge.js'
 import { cutExchanges } from './proxy.js'
 import { openSessions } from './tcp-proxy.js'
 
@@ -49,7 +50,9 @@ async function main (): Promise<void> {
 
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
+  setAcmeTokens(data.acme.tokens)
   await entrypoints.start()
+  entrypoints.setAcme(data.acme.certs)
 
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
@@ -70,6 +73,16 @@ async function main (): Promise<void> {
           .catch((err: unknown) => {
             post({ type: 'rejected', index: data.index, generation: msg.generation, message: (err as Error).message })
           })
+        break
+      case 'acme':
+        // what the control plane's ACME resolvers obtained (served by SNI) and the http-01 answers due
+        setAcmeTokens(msg.state.tokens)
+        try {
+          entrypoints.setAcme(msg.state.certs)
+        } catch (err) {
+          log.error('cannot serve ACME certificates', { code: 'LB_ERR_TLS', error: (err as Error).message })
+        }
+        post({ type: 'acme-applied', index: data.index, seq: msg.seq })
         break
       case 'drain': {
         entrypoints.unlisten()
