@@ -23,7 +23,7 @@ import { writeFileAtomic } from '../atomic-file.js'
 import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { AcmeCert, AcmeChallenge, AcmeState } from '../protocol.js'
-import { type ChallengeSink, newKey, order, trustCaCertificates } from './order.js'
+import { type ChallengeSink, newKey, order, configureAcmeClient } from './order.js'
 import { type CertInfo, type Store, type StoredCert, certInfo, readStore, writeStore } from './store.js'
 
 const RETRY_MIN_MS = 1_000
@@ -101,7 +101,7 @@ export class AcmeManager {
     this.#log = log.child({ component: 'acme' })
     this.#publish = publish
     this.#dir = join(config.global.stateDir, 'acme')
-    trustCaCertificates(config.certificatesResolvers.map((r) => r.caCertificate))
+    configureAcmeClient(config.certificatesResolvers.map((r) => r.caCertificate))
     for (const conf of config.certificatesResolvers) {
       const { store, error } = readStore(conf.name, conf.storage, conf.caServer)
       if (error !== null) this.#log.error(error, { code: 'LB_ERR_ACME_STORAGE' })
@@ -209,10 +209,11 @@ export class AcmeManager {
       this.#install(e, got.cert)
       e.failures = 0
       e.lastError = ''
+      await this.#send()
+      // logged once every worker serves it
       this.#log.info(renewal ? 'certificate renewed' : 'certificate obtained', {
         resolver: r.conf.name, domains: e.domains, serial: e.info!.serial, not_after: iso(e.info!.notAfter), renew_at: iso(e.dueAt),
       })
-      await this.#send()
     } catch (err) {
       if (this.#closed) return
       r.counts.failure++

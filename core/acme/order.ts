@@ -14,14 +14,38 @@ export interface ChallengeSink {
   remove (token: string): Promise<void>
 }
 
+let agent: https.Agent | undefined
+
+/**
+ * Fetches the directory as acme-client will (same trust). Why: acme-client 5.4
+ * loses the reason of a request that got no response (refused, TLS not
+ * verified) once its retries are exhausted and throws "Cannot read properties
+ * of undefined (reading 'config')" instead; this says what is wrong.
+ */
+function probeDirectory (url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(url, { agent, timeout: 30_000 }, (res) => {
+      res.resume()
+      if (res.statusCode === 200) resolve()
+      else reject(new Error(`directory ${url} answered ${res.statusCode}`))
+    })
+    req.on('timeout', () => req.destroy(new Error(`directory ${url}: no answer within 30 s`)))
+    req.on('error', (err) => reject(new Error(`directory ${url}: ${err.message}`)))
+  })
+}
+
 /**
  * acme-client sends every request through one axios instance per process, so
  * the CA certificates trusted for directories (ca_certificate of each resolver)
- * are trusted for all of them, on top of the system's roots.
+ * are trusted for all of them, on top of the system's roots. Its own retries
+ * (5, waiting 5 to 25 s each, so a CA that is down holds an order for over a
+ * minute) are off: a failed order is retried by the manager, with back-off.
  */
-export function trustCaCertificates (files: readonly string[]): void {
-  const extra = files.filter((f) => f !== '').map((f) => readFileSync(f, 'latin1'))
-  acme.axios.defaults.httpsAgent = extra.length === 0 ? undefined : new https.Agent({ ca: [...tls.rootCertificates, ...extra] })
+export function configureAcmeClient (caFiles: readonly string[]): void {
+  const extra = caFiles.filter((f) => f !== '').map((f) => readFileSync(f, 'latin1'))
+  agent = extra.length === 0 ? undefined : new https.Agent({ ca: [...tls.rootCertificates, ...extra] })
+  acme.axios.defaults.httpsAgent = agent
+  ;(acme.axios.defaults as { acmeSettings?: { retryMaxAttempts: number } }).acmeSettings!.retryMaxAttempts = 0
 }
 
 export async function newKey (type: KeyType): Promise<string> {
@@ -31,6 +55,7 @@ export async function newKey (type: KeyType): Promise<string> {
 
 /** Orders a certificate for `domains` (the first is the subject); returns it with the account as the CA now knows it. */
 export async function order (conf: AcmeResolverConf, account: StoredAccount, domains: readonly string[], sink: ChallengeSink): Promise<{ account: StoredAccount, cert: StoredCert }> {
+  await probeDirectory(conf.caServer)
   const client = new acme.Client({ directoryUrl: conf.caServer, accountKey: account.key, ...(account.url !== '' ? { accountUrl: account.url } : {}) })
   const key = await newKey(conf.keyType)
   const [, csr] = await acme.crypto.createCsr({ commonName: domains[0]!, altNames: [...domains] }, key)

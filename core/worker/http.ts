@@ -538,12 +538,6 @@ export function closeAllApps (): void {
 
 export interface Listener {
   close (): void
-  /**
-   * https (uWS) only: from now on, clients asking for `host` by SNI get this
-   * certificate (files read now), or, with null, the app's default one again.
-   * Established connections keep theirs.
-   */
-  setServerName?: (host: string, files: { readonly cert: string, readonly key: string } | null) => void
 }
 
 export interface ListenOptions {
@@ -654,10 +648,6 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   const tls = opts.tls
   if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
   const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
-  if (tls !== null) {
-    // per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default
-    for (const s of tls.sni) for (const h of s.hosts) app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
-  }
   apps.push(app)
   const proxied = opts.proxied
   const conns = opts.conns
@@ -665,38 +655,55 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   if (conns !== null) {
     // +1 when a connection opens, -1 when it closes, except after an upgrade: a
     // WebSocket's close comes to the ws close handler below instead
+    // eslint-disable-next-line array-callback-return -- uWS's connection filter, not Array.prototype.filter
     app.filter((res: HttpResponse, count) => {
       if ((count as number) < 0) conns.close()
       else if (!conns.open()) res.close() // over global.max_connections; its -1 follows at once
     })
   }
-  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose, sent))
-  })
-  if (opts.wsMaxMessage > 0) {
-    app.ws<WsUserData>('/*', {
-      compression: uws.DISABLED,
-      maxPayloadLength: opts.wsMaxMessage, // a bigger client message: uWS closes the connection at once (no close frame)
-      maxBackpressure: 0, // 0 = never drop a send: ws-proxy.ts pauses the server's socket instead
-      idleTimeout: 0, // ws-proxy.ts runs the idle time-out (any duration, graceful 1001; uWS's: >= 8 s, abrupt)
-      sendPingsAutomatically: false, // automatic pings would keep an idle session open for ever
-      upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
-        const ctx = readRequest(req, res, entrypoint, proto, proxied)
-        // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
-        const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, sent, ws))
-      },
-      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
-      message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
-      drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
-      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
-        conns?.close()
-        ws.getUserData().session.onClose(code, reason)
-      },
-      ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
-      pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
+  // the routes of one router: the app's own, or one SNI name's (see below)
+  const routes = (): void => {
+    app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+      const ctx = readRequest(req, res, entrypoint, proto, proxied)
+      handle(handler, ctx, new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', asksClose, sent))
     })
+    if (opts.wsMaxMessage > 0) {
+      app.ws<WsUserData>('/*', {
+        compression: uws.DISABLED,
+        maxPayloadLength: opts.wsMaxMessage, // a bigger client message: uWS closes the connection at once (no close frame)
+        maxBackpressure: 0, // 0 = never drop a send: ws-proxy.ts pauses the server's socket instead
+        idleTimeout: 0, // ws-proxy.ts runs the idle time-out (any duration, graceful 1001; uWS's: >= 8 s, abrupt)
+        sendPingsAutomatically: false, // automatic pings would keep an idle session open for ever
+        upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+          const ctx = readRequest(req, res, entrypoint, proto, proxied)
+          // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
+          const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
+          handle(handler, ctx, new UwsClient(res, expectsBody(ctx), false, asksClose, sent, ws))
+        },
+        open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
+        message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
+        drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
+        close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
+          conns?.close()
+          ws.getUserData().session.onClose(code, reason)
+        },
+        ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
+        pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
+      })
+    }
+  }
+  routes()
+  if (tls !== null) {
+    // Per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default.
+    // A connection whose SNI matched a name is routed by that name's own router (uWS's domain()), empty
+    // until given the routes: without them uWS closed every request on it unanswered.
+    for (const s of tls.sni) {
+      for (const h of s.hosts) {
+        app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
+        app.domain(h)
+        routes()
+      }
+    }
   }
   return new Promise((resolve) => {
     const done = (token: us_listen_socket | false): void => {
@@ -704,10 +711,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         resolve(null)
         return
       }
-      const l: Listener = { close: () => uws.us_listen_socket_close(token) }
-      // uSockets ignores an add for a name it has: remove first (removing an unknown name does nothing)
-      if (tls !== null) l.setServerName = (h, f) => { app.removeServerName(h); if (f !== null) app.addServerName(h, sslOptions(f.cert, f.key, tls.ciphers)) }
-      resolve(l)
+      resolve({ close: () => uws.us_listen_socket_close(token) })
     }
     if (opts.unixPath !== '') app.listen_unix(done, opts.unixPath)
     else app.listen(host, port, done)

@@ -39,7 +39,7 @@ import type { DataPlane } from './dataplane.js'
 import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls-terminator.js'
-import { applyAcmeCerts } from './acme-sni.js'
+import { acmeKey, withAcme } from './acme-sni.js'
 
 type Uws = ReturnType<typeof loadUws>
 
@@ -72,8 +72,9 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
-  /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners */
-  #acme: readonly AcmeCert[] = []
+  /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
+  #acme: readonly AcmeCert[]
+  readonly #acmeKeys = new Map<string, string>()
   #listening = false
   #refreshing: Promise<void> = Promise.resolve()
 
@@ -89,6 +90,7 @@ export class EntryPoints {
     this.#dp = dp
     this.#log = log
     this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
+    this.#acme = data.acme.certs
   }
 
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
@@ -135,20 +137,12 @@ export class EntryPoints {
       const l = await this.#listenOne(ep)
       if (l !== null) this.#open.set(ep.name, l)
     }
-    this.#applyAcme()
   }
 
-  /** Serves these ACME certificates from now on (core/acme/manager.ts); throws when uWS cannot read their files. */
-  setAcme (certs: readonly AcmeCert[]): void {
+  /** Serves these ACME certificates from now on (core/acme/manager.ts); resolves once new handshakes get them. */
+  setAcme (certs: readonly AcmeCert[]): Promise<void> {
     this.#acme = certs
-    this.#applyAcme()
-  }
-
-  #applyAcme (): void {
-    for (const ep of this.#eps) {
-      const l = this.#open.get(ep.name)
-      if (l !== undefined) applyAcmeCerts(ep, l, this.#acme)
-    }
+    return this.refreshTls()
   }
 
   /** null: the entry point is not hosted by this worker. */
@@ -163,8 +157,9 @@ export class EntryPoints {
     }
     let tls = null
     let print = ''
+    const acme = acmeKey(ep, this.#acme)
     if (ep.protocol === 'https') {
-      tls = ep.tls!
+      tls = withAcme(ep, this.#acme)
       try {
         print = tlsFingerprint(tls) // read before uWS reads the files: a change in between is seen next time
       } catch (err) {
@@ -180,6 +175,7 @@ export class EntryPoints {
     }
     if (l === null) failed()
     if (print !== '') this.#prints.set(ep.name, print)
+    this.#acmeKeys.set(ep.name, acme)
     return l
   }
 
@@ -207,7 +203,8 @@ export class EntryPoints {
       if (isMtls(ep) && this.#worker !== 0) continue
       try {
         const print = tlsFingerprint(ep.tls!)
-        if (print === this.#prints.get(ep.name)) continue
+        // the files changed, or the ACME certificates (acme-sni.ts; never on mTLS entry points: lb check refuses them)
+        if (print === this.#prints.get(ep.name) && acmeKey(ep, this.#acme) === (this.#acmeKeys.get(ep.name) ?? '')) continue
         const terminator = this.#terminators.get(ep.name)
         if (terminator !== undefined) terminator.refresh()
         else if (this.#listening) { // in worker 0 every mTLS entry point has a terminator (start())
@@ -216,7 +213,6 @@ export class EntryPoints {
           const l = await this.#listenOne(ep)
           if (l === null) continue
           this.#open.set(ep.name, l)
-          applyAcmeCerts(ep, l, this.#acme) // a new app: it serves no ACME name yet
           old?.close()
         }
         this.#prints.set(ep.name, print)

@@ -52,7 +52,6 @@ async function main (): Promise<void> {
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
   setAcmeTokens(data.acme.tokens)
   await entrypoints.start()
-  entrypoints.setAcme(data.acme.certs)
 
   port.on('message', (msg: ToWorker) => {
     switch (msg.type) {
@@ -77,12 +76,8 @@ async function main (): Promise<void> {
       case 'acme':
         // what the control plane's ACME resolvers obtained (served by SNI) and the http-01 answers due
         setAcmeTokens(msg.state.tokens)
-        try {
-          entrypoints.setAcme(msg.state.certs)
-        } catch (err) {
-          log.error('cannot serve ACME certificates', { code: 'LB_ERR_TLS', error: (err as Error).message })
-        }
-        post({ type: 'acme-applied', index: data.index, seq: msg.seq })
+        // certificate files uWS cannot use are logged there (LB_ERR_TLS) and the entry point keeps what it served
+        void entrypoints.setAcme(msg.state.certs).then(() => post({ type: 'acme-applied', index: data.index, seq: msg.seq }))
         break
       case 'drain': {
         entrypoints.unlisten()
