@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs'
 import { type Checker, join, resolvePath } from './check.js'
 import { DEFAULTS } from './defaults.js'
-import type { Rule } from './rule.js'
+import { CERT_HOST, type CertRouter, routerDomains } from './router-tls.js'
 import type { EntryPointConf } from './static.js'
 
 /** EC256 = ECDSA P-256; RSA keys of 2048 or 4096 bits (Traefik's keyType names). */
@@ -36,18 +36,10 @@ export interface AcmeResolverConf {
   readonly httpEntrypoint: string
 }
 
-/** [routers.X.tls]: certificates for the router's Host() names (and `domains`) from a resolver. */
-export interface RouterTlsConf {
-  readonly certResolver: string
-  /** extra names, lower-case */
-  readonly domains: readonly string[]
-}
-
 const TLS_ALPN_REFUSAL = 'tls-alpn-01 is not supported: it needs the TLS server to negotiate the ALPN protocol "acme-tls/1" ' +
   '(RFC 8737), and uWebSockets.js 20.57 (the https entry points\' TLS) has no ALPN setting and negotiates none; ' +
   'use [..acme.http_challenge] entrypoint = "<an http entry point on port 80>" (docs/tls-ws-tcp.md, "ACME")'
 
-const HOST = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/
 
 export function checkResolvers (c: Checker, raw: unknown, entrypoints: readonly EntryPointConf[], stateDir: string, baseDir: string): AcmeResolverConf[] {
   const out: AcmeResolverConf[] = []
@@ -100,38 +92,6 @@ export function checkResolvers (c: Checker, raw: unknown, entrypoints: readonly 
   return out
 }
 
-/** [routers.X.tls]: cert_resolver (required) and domains; the resolver's existence is checked by checkRouterResolvers. */
-export function checkRouterTls (c: Checker, raw: unknown, path: string): RouterTlsConf | null {
-  if (raw === undefined) return null
-  const t = c.table(raw, path, ['cert_resolver', 'domains'])
-  const domains = c.strings(t, 'domains', path, []).map((h) => h.toLowerCase().replace(/\.$/, ''))
-  for (const h of domains) if (!HOST.test(h)) c.problem(join(path, 'domains'), 'host names like "www.example.com" (no wildcards: http-01 cannot prove them)', h)
-  return { certResolver: c.string(t, 'cert_resolver', path), domains }
-}
-
-/** Every Host() value of a rule, in order. */
-function ruleHosts (r: Rule, out: string[]): string[] {
-  if (r.op === 'host') out.push(...r.values)
-  else if (r.op === 'and' || r.op === 'or') {
-    ruleHosts(r.left, out)
-    ruleHosts(r.right, out)
-  }
-  return out
-}
-
-/** What checkRouterResolvers and routerDomains read of a router (dynamic.ts RouterConf; not imported: dynamic.ts imports this module). */
-interface CertRouter {
-  readonly name: string
-  readonly ast: Rule
-  readonly entrypoints: readonly string[]
-  readonly tls: RouterTlsConf | null
-}
-
-/** The names a router's certificate covers: its rule's Host() values, then `domains`, without repeats; the first is the subject. */
-export function routerDomains (r: CertRouter): string[] {
-  return [...new Set([...ruleHosts(r.ast, []), ...(r.tls?.domains ?? [])])]
-}
-
 /** A router's resolver must exist, and the router must serve an https entry point (without mTLS) and name some host. */
 export function checkRouterResolvers (c: Checker, routers: readonly CertRouter[], resolvers: readonly AcmeResolverConf[], entrypoints: readonly EntryPointConf[]): void {
   for (const r of routers) {
@@ -148,6 +108,6 @@ export function checkRouterResolvers (c: Checker, routers: readonly CertRouter[]
     }
     const names = routerDomains(r)
     if (names.length === 0) c.problems.push(`${p}: no host name to certify: the rule has no Host() and domains is empty`)
-    for (const h of names) if (!HOST.test(h)) c.problems.push(`${p}: ${JSON.stringify(h)} cannot be certified by http-01 (a DNS name with a dot, no wildcard)`)
+    for (const h of names) if (!CERT_HOST.test(h)) c.problems.push(`${p}: ${JSON.stringify(h)} cannot be certified by http-01 (a DNS name with a dot, no wildcard)`)
   }
 }

@@ -6,7 +6,7 @@ import { DEFAULTS } from './defaults.js'
 import { type Rule, parseRule } from './rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
-import { type RouterTlsConf, checkRouterTls } from './acme.js'
+import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
