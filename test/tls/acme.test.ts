@@ -16,7 +16,7 @@ import { type AdminLb, json, requireTool, restartLb, startAdminLb, waitLog } fro
 import { type Certs, fingerprint, makeCerts, sClient } from './certs.js'
 import { type Pebble, planPebble, stopDns } from './pebble.js'
 
-interface Peer { serial: string, issuer: string, names: string, fingerprint: string }
+interface Peer { serial: string, issuer: string, names: string, fingerprint: string, curve: string, bits: number }
 
 /** The certificate lb presents for `servername`; with `root`, the handshake must verify chain and name against it. */
 function peer (port: number, servername: string, root?: string): Promise<Peer> {
@@ -24,7 +24,7 @@ function peer (port: number, servername: string, root?: string): Promise<Peer> {
     const s = tls.connect({ host: '127.0.0.1', port, servername, ...(root !== undefined ? { ca: root, rejectUnauthorized: true } : { rejectUnauthorized: false }) }, () => {
       const c = s.getPeerCertificate()
       s.end()
-      resolve({ serial: c.serialNumber, issuer: String(c.issuer.CN ?? ''), names: c.subjectaltname ?? '', fingerprint: c.fingerprint256 })
+      resolve({ serial: c.serialNumber, issuer: String(c.issuer.CN ?? ''), names: c.subjectaltname ?? '', fingerprint: c.fingerprint256, curve: c.asn1Curve ?? '', bits: c.bits ?? 0 })
     })
     s.on('error', reject)
   })
@@ -154,6 +154,10 @@ describe('pebble down at start, then http-01 issuance, dashboard and metrics, st
     assert.match(a.lb.log(), /certificate resolver pebble: cannot obtain a certificate for a\.lb\.test, b\.lb\.test \(directory https:\/\/127\.0\.0\.1:\d+\/dir: connect ECONNREFUSED .*\); retrying in 1s/)
     const p = await peer(a.lb.port, 'a.lb.test')
     assert.equal(p.fingerprint, fingerprint(certs.server.cert))
+    // and the router answers on it
+    const conn = await keepAlive(a.lb.port, 'a.lb.test')
+    assert.equal(await conn.get(), 'HTTP/1.1 200 OK')
+    conn.socket.end()
     const r = await json(`${a.dash}/api/certificates`)
     const [c] = r.json as Array<Record<string, unknown>>
     assert.equal(c!.status, 'failing')
@@ -170,6 +174,7 @@ describe('pebble down at start, then http-01 issuance, dashboard and metrics, st
     issued = await peer(a.lb.port, 'a.lb.test', root) // verifies chain and name, or throws
     assert.match(issued.issuer, /^Pebble Intermediate CA/)
     assert.equal(issued.names, 'DNS:a.lb.test, DNS:b.lb.test')
+    assert.equal(issued.curve, 'prime256v1') // key_type's default: EC P-256
     assert.equal((await peer(a.lb.port, 'b.lb.test', root)).serial, issued.serial)
     // other names and clients without SNI keep the entry point's certificate
     assert.equal((await peer(a.lb.port, 'other.lb.test')).fingerprint, fingerprint(certs.server.cert))
@@ -212,16 +217,35 @@ describe('pebble down at start, then http-01 issuance, dashboard and metrics, st
     assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
     assert.doesNotMatch(a.lb.log(), /ordering certificate|renewing certificate/)
   })
+
+  test('a router added by a reload gets its certificate, the others keep theirs', async () => {
+    const root = await pebble.rootPem()
+    a.lb.write(readFileSync(a.lb.file, 'utf8') + `
+[routers.c]
+rule = "Host(\`c.lb.test\`)"
+entrypoints = ["websecure"]
+service = "app"
+[routers.c.tls]
+cert_resolver = "pebble"
+`)
+    a.lb.reload()
+    await waitLog(a.lb, /"msg":"certificate obtained","component":"acme","resolver":"pebble","domains":\["c\.lb\.test"\]/, 30_000)
+    const c = await peer(a.lb.port, 'c.lb.test', root)
+    assert.equal(c.names, 'DNS:c.lb.test')
+    assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
+    const list = (await json(`${a.dash}/api/certificates`)).json as Array<{ domains: string[], status: string }>
+    assert.deepEqual(list.map((x) => [x.domains, x.status]), [[['a.lb.test', 'b.lb.test'], 'valid'], [['c.lb.test'], 'valid']])
+  })
 })
 
-describe('renewal of a short-lived certificate', { timeout: 120_000, skip: NO_PEBBLE }, () => {
+describe('renewal of a short-lived certificate (RSA 2048 key)', { timeout: 120_000, skip: NO_PEBBLE }, () => {
   let pebble: Pebble, lb: Lb
   before(async () => {
     const httpPort = await freePort()
     // 30 s certificates renewed 24 s before expiry: a renewal about 6 s after each issuance
     pebble = await planPebble({ httpPort, validitySec: 30 })
     await pebble.start()
-    lb = (await startAdminLb(lbToml(certs, httpPort, backend.address, resolverToml(pebble, 'renew_before = "24s"')))).lb
+    lb = (await startAdminLb(lbToml(certs, httpPort, backend.address, resolverToml(pebble, 'renew_before = "24s"\nkey_type = "RSA2048"')))).lb
   })
   after(async () => {
     await lb?.stop()
@@ -240,6 +264,7 @@ describe('renewal of a short-lived certificate', { timeout: 120_000, skip: NO_PE
     // logged once every worker serves it: new handshakes get the new certificate
     const next = await peer(lb.port, 'a.lb.test', root)
     assert.notEqual(next.serial, first.serial)
+    assert.equal(next.bits, 2048) // key_type = "RSA2048"
     assert.equal(next.names, 'DNS:a.lb.test, DNS:b.lb.test')
     // the connection opened on the old certificate is still there and still served
     assert.equal(await open.get(), 'HTTP/1.1 200 OK')
