@@ -69,6 +69,8 @@ interface Entry {
   timer: NodeJS.Timeout | null
   /** this entry no longer wanted: an order in flight for it is dropped */
   dropped: boolean
+  /** the files workers load it from ('' without a certificate); named by serial, never rewritten in place */
+  files: { cert: string, key: string }
 }
 
 interface Resolver {
@@ -82,6 +84,10 @@ export function renewAt (info: CertInfo, renewBeforeMs: number): number {
   const life = info.notAfter - info.notBefore
   const window = renewBeforeMs > 0 ? renewBeforeMs : Math.min(30 * DAY_MS, life / 3)
   return Math.max(info.notAfter - window, info.notBefore + life / 10)
+}
+
+function removeFiles (f: { cert: string, key: string }): void {
+  for (const p of [f.cert, f.key]) if (p !== '') rmSync(p, { force: true })
 }
 
 const iso = (ms: number): string => (Number.isFinite(ms) ? new Date(ms).toISOString() : '')
@@ -101,6 +107,8 @@ export class AcmeManager {
     this.#log = log.child({ component: 'acme' })
     this.#publish = publish
     this.#dir = join(config.global.stateDir, 'acme')
+    // files of an earlier run: workers load none yet (they start with no ACME state), the storage has them all
+    rmSync(this.#dir, { recursive: true, force: true })
     configureAcmeClient(config.certificatesResolvers.map((r) => r.caCertificate))
     for (const conf of config.certificatesResolvers) {
       const { store, error } = readStore(conf.name, conf.storage, conf.caServer)
@@ -127,8 +135,7 @@ export class AcmeManager {
       e.dropped = true
       if (e.timer !== null) clearTimeout(e.timer)
       this.#entries.delete(id)
-      rmSync(this.#file(e, 'crt'), { force: true })
-      rmSync(this.#file(e, 'key'), { force: true })
+      removeFiles(e.files)
     }
     for (const [id, w] of wanted) {
       const old = this.#entries.get(id)
@@ -136,7 +143,7 @@ export class AcmeManager {
         old.entrypoints = [...w.entrypoints].sort()
         continue
       }
-      const e: Entry = { id, resolver: w.resolver.conf, domains: w.domains, entrypoints: [...w.entrypoints].sort(), cert: null, info: null, failures: 0, lastError: '', dueAt: Date.now(), timer: null, dropped: false }
+      const e: Entry = { id, resolver: w.resolver.conf, domains: w.domains, entrypoints: [...w.entrypoints].sort(), cert: null, info: null, failures: 0, lastError: '', dueAt: Date.now(), timer: null, dropped: false, files: { cert: '', key: '' } }
       this.#entries.set(id, e)
       const stored = this.#stored(w.resolver.store, w.domains)
       if (stored !== null) this.#install(e, stored)
@@ -157,19 +164,24 @@ export class AcmeManager {
     }
   }
 
-  #file (e: Entry, ext: 'crt' | 'key'): string {
-    const h = createHash('sha256').update(e.id).digest('hex').slice(0, 16)
-    return join(this.#dir, `${e.resolver.name}-${h}.${ext}`)
-  }
-
-  /** Serves `cert` for the entry from the next publish on; its renewal is planned from it. */
-  #install (e: Entry, cert: StoredCert): void {
-    // key first: a worker reads both only when told (publish), after both are in place
-    writeFileAtomic(this.#file(e, 'key'), cert.key)
-    writeFileAtomic(this.#file(e, 'crt'), cert.cert)
+  /**
+   * Serves `cert` for the entry from the next publish on; its renewal is
+   * planned from it. Returns the files of the certificate it replaces, to
+   * remove once workers no longer load them. Each certificate has its own
+   * files (named by serial): a worker never reads a new key with an old chain.
+   */
+  #install (e: Entry, cert: StoredCert): { cert: string, key: string } {
+    const info = certInfo(cert.cert)
+    const base = join(this.#dir, `${e.resolver.name}-${createHash('sha256').update(e.id).digest('hex').slice(0, 16)}-${info.serial}`)
+    const files = { cert: `${base}.crt`, key: `${base}.key` }
+    writeFileAtomic(files.key, cert.key)
+    writeFileAtomic(files.cert, cert.cert)
+    const old = e.files
+    e.files = files
     e.cert = cert
-    e.info = certInfo(cert.cert)
-    e.dueAt = renewAt(e.info, e.resolver.renewBeforeMs)
+    e.info = info
+    e.dueAt = renewAt(info, e.resolver.renewBeforeMs)
+    return old
   }
 
   /** Arms the entry's timer for dueAt (in steps: setTimeout cannot wait 25 days or more). */
@@ -206,10 +218,11 @@ export class AcmeManager {
       writeStore(r.conf.storage, r.store)
       r.counts.success++
       if (e.dropped) return
-      this.#install(e, got.cert)
+      const replaced = this.#install(e, got.cert)
       e.failures = 0
       e.lastError = ''
       await this.#send()
+      removeFiles(replaced)
       // logged once every worker serves it
       this.#log.info(renewal ? 'certificate renewed' : 'certificate obtained', {
         resolver: r.conf.name, domains: e.domains, serial: e.info!.serial, not_after: iso(e.info!.notAfter), renew_at: iso(e.dueAt),
@@ -245,7 +258,7 @@ export class AcmeManager {
     const certs: AcmeCert[] = []
     for (const e of this.#entries.values()) {
       if (e.cert === null || e.entrypoints.length === 0) continue
-      certs.push({ hosts: e.domains, entrypoints: e.entrypoints, cert: this.#file(e, 'crt'), key: this.#file(e, 'key'), version: e.info!.serial })
+      certs.push({ hosts: e.domains, entrypoints: e.entrypoints, cert: e.files.cert, key: e.files.key, version: e.info!.serial })
     }
     return { certs, tokens: Object.fromEntries(this.#tokens) }
   }
