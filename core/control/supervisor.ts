@@ -100,7 +100,7 @@ export class Supervisor {
         const delay = slot.backoffMs
         slot.backoffMs = Math.min(BACKOFF_MAX_MS, slot.backoffMs * 2)
         setTimeout(() => {
-          if (!this.#stopping) this.#spawn(index).catch((err: Error) => this.#log.error('worker restart failed', { worker: index, error: err.message }))
+          if (!this.#stopping) this.#spawn(index).then(() => this.#log.info('worker restarted', { worker: index })).catch((err: Error) => this.#log.error('worker restart failed', { worker: index, error: err.message }))
         }, delay).unref()
       })
     })

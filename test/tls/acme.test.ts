@@ -11,7 +11,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, CLI, type Lb, freePort, request, startBackend, tempDir } from '../helpers.js'
+import { type Backend, CLI, type Lb, ROOT, freePort, request, startBackend, tempDir } from '../helpers.js'
 import { type AdminLb, json, requireTool, restartLb, startAdminLb, waitLog } from '../admin/util.js'
 import { type Certs, fingerprint, makeCerts, sClient } from './certs.js'
 import { type Pebble, planPebble, stopDns } from './pebble.js'
@@ -106,6 +106,15 @@ service = "app"
 [routers.app.tls]
 cert_resolver = "${certResolver}"
 domains = ["b.lb.test"]
+
+[middlewares.crash]
+type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
+[routers.crash]
+rule = "Path(\`/crash\`)"
+priority = 1000
+entrypoints = ["web"]
+middlewares = ["crash"]
+service = "app"
 
 [services.app]
 [[services.app.servers]]
@@ -216,6 +225,14 @@ describe('pebble down at start, then http-01 issuance, dashboard and metrics, st
     const root = await pebble.rootPem()
     assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
     assert.doesNotMatch(a.lb.log(), /ordering certificate|renewing certificate/)
+  })
+
+  test('a restarted worker serves the certificates too', async () => {
+    const root = await pebble.rootPem()
+    await assert.rejects(request(`http://127.0.0.1:${httpPort}/crash`), /socket hang up|ECONNRESET/)
+    await waitLog(a.lb, /"msg":"worker restarted"/)
+    // both workers listen again: new connections spread over them (SO_REUSEPORT); each must verify
+    for (let i = 0; i < 16; i++) assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
   })
 
   test('a router added by a reload gets its certificate, the others keep theirs', async () => {
