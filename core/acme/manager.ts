@@ -119,6 +119,7 @@ export class AcmeManager {
 
   /** Takes the routers of a (new) configuration: starts what is new, forgets what is gone. Resolvers are static. */
   update (config: Config): Promise<void> {
+    if (this.#resolvers.size === 0) return Promise.resolve() // no ACME: workers keep their empty state, no message
     const wanted = new Map<string, { resolver: Resolver, domains: string[], entrypoints: Set<string> }>()
     const https = new Set(config.entrypoints.filter((e) => e.protocol === 'https').map((e) => e.name))
     for (const r of config.routers) {
