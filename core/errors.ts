@@ -32,6 +32,7 @@ export const ERRORS = {
   LB_ERR_CONTENT_LENGTH: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },
   LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
+  LB_ERR_METHOD_NOT_IMPLEMENTED: { status: 501, message: 'not implemented: method {method} (lb forwards neither CONNECT tunnels nor TRACE)' },
   LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
   // request path and Host, decided before routing (core/worker/request-path.ts, request-host.ts)
   LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
@@ -51,6 +52,11 @@ export const ERRORS = {
   LB_ERR_PLUGIN_TEARDOWN: { status: 500, message: 'middleware {middleware} failed to stop ({reason})' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  // oidc (plugins/oidc.ts)
+  LB_ERR_OIDC_UNAVAILABLE: { status: 503, message: 'identity provider {issuer} is unavailable ({reason}); try again later' },
+  LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
+  LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },
+  LB_ERR_OIDC_FORBIDDEN: { status: 403, message: 'user {user} is not allowed here: {reason}' },
   // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}
   LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
   LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },

@@ -148,7 +148,7 @@ export async function run (configPath: string): Promise<Running> {
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, certificates: acme })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme })
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

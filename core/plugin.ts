@@ -71,7 +71,15 @@ export interface PluginEnv {
   readonly shm: Shm
   /** name of the middleware instance */
   readonly name: string
+  /**
+   * Publishes the instance's state on the dashboard API (its middleware's
+   * `status`, and `message`): 'enabled' when it works, 'warning' with why not
+   * (e.g. a provider it cannot reach). Optional: an lb without it ignores the call.
+   */
+  readonly setStatus?: (status: PluginStatus, message: string) => void
 }
+
+export type PluginStatus = 'enabled' | 'warning'
 
 export interface PluginDef<C = unknown> {
   readonly name: string

@@ -2,6 +2,7 @@
 // workers: the only wire definition. Each receiver switches on `type` with a
 // `never` check. Configs cross as plain data (structured clone).
 import type { Config } from './config/load.js'
+import type { PluginStatus } from './plugin.js'
 
 /** Shared-memory slots of services and servers ("service/server"), assigned by the control plane. */
 export interface Slots {
@@ -63,3 +64,5 @@ export type FromWorker =
   | { readonly type: 'fatal', readonly index: number, readonly message: string }
   /** the drain deadline passed with `count` requests (and tunnels) still open: they were cut */
   | { readonly type: 'cut', readonly index: number, readonly count: number }
+  /** a middleware instance's state for the dashboard API (PluginEnv.setStatus) */
+  | { readonly type: 'status', readonly index: number, readonly generation: number, readonly middleware: string, readonly status: PluginStatus, readonly message: string }

@@ -20,10 +20,11 @@ import compress from './compress.js'
 import headers from './headers.js'
 import ipAllowList from './ip-allow-list.js'
 import jwt from './jwt.js'
+import oidc from './oidc.js'
 import rateLimit from './rate-limit.js'
 import redirectScheme from './redirect-scheme.js'
 
-const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, redirectScheme, compress, headers, ipAllowList] as PluginDef[]
+const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

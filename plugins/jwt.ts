@@ -13,7 +13,7 @@
 // token stays on the synchronous path; a new token costs one async signature check.
 import { readFileSync } from 'node:fs'
 import { type JSONWebKeySet, type JWTPayload, createLocalJWKSet, jwtVerify } from 'jose'
-import { type Checker, type Ctx, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, definePlugin, dropRequestHeaders, formatError, join, now, resolvePath } from 'lb/plugin'
+import { type Checker, type Ctx, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, claimHeaderValue, checkRealm, definePlugin, dropRequestHeaders, formatError, join, now, resolvePath } from 'lb/plugin'
 
 export const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'] as const
 const HMAC = ['HS256', 'HS384', 'HS512']
@@ -115,12 +115,6 @@ function validate (c: Checker, t: Table, path: string, baseDir: string): JwtConf
   }
 }
 
-/** A claim as a header value: printable ASCII only (others escaped \uXXXX), so nothing can split the header. */
-function headerValue (v: unknown): string {
-  const s = typeof v === 'string' ? v : JSON.stringify(v) ?? ''
-  return s.replace(/[^\x20-\x7e]/g, (ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0'))
-}
-
 interface Verified {
   readonly user: string
   /** flat [header, value, ...] of forwarded claims */
@@ -163,7 +157,7 @@ export default definePlugin<JwtConf>({
       const headers: string[] = []
       for (const [claim, header] of conf.forward) {
         const v = payload[claim]
-        if (v !== undefined) headers.push(header, headerValue(v))
+        if (v !== undefined) headers.push(header, claimHeaderValue(v))
       }
       const result = { user: typeof payload.sub === 'string' ? payload.sub : '', headers }
       // never cached past exp (plus the leeway that verification granted)

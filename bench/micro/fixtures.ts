@@ -30,7 +30,7 @@ export function browserCtx (remoteAddress = '203.0.113.7', path = '/index.html')
     'accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
     'accept-encoding', 'gzip, deflate, br',
     'accept-language', 'en-US,en;q=0.9',
-    'connection', 'keep-alive',
+    'connection', 'keep-alive'
   )
   return ctx
 }

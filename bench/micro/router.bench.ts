@@ -39,7 +39,7 @@ address = "127.0.0.1:9001"
   let sink = 0
   const result = await runSuite('router match', {
     'web (last of 5 routes)': () => { sink += matchRoute(routes, web)!.priority },
-    'api': () => { sink += matchRoute(routes, api)!.priority },
+    api: () => { sink += matchRoute(routes, api)!.priority },
     'shop (host || path rule)': () => { sink += matchRoute(routes, shop)!.priority },
     'status (exact path)': () => { sink += matchRoute(routes, status)!.priority },
   })

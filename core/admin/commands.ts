@@ -110,7 +110,7 @@ export const COMMANDS: readonly Command[] = [
         return []
       }
       if (args[0] === 'weight') return setWeight(ctx, t, args[1])
-      return ["usage: set server <backend>/<server> state|weight <value>"]
+      return ['usage: set server <backend>/<server> state|weight <value>']
     }),
   },
   {
@@ -152,6 +152,7 @@ export function usage (args: readonly string[], isHelp: boolean): Output {
   const shown = COMMANDS.filter((c) => c.words.slice(0, length).every((w, i) => args[i] === w)).sort((a, b) => (a.usage < b.usage ? -1 : 1))
   let head: string
   if (isHelp) head = 'The following commands are valid at this level:'
+  else if (args.length === 0) head = 'Unknown command. Please enter one of the following commands only:'
   else if (length === 0) head = `Unknown command: '${args.join(' ')}'. Please enter one of the following commands only:`
   else head = `Unknown command: '${args.join(' ')}', but maybe one of the following ones is a better match:`
   return [head, ...shown.map(usageLine), ...ALWAYS]

@@ -13,6 +13,16 @@ import { parseHostPort } from '../config/static.js'
 const DPAPI_ALGORITHMS = ['roundrobin', 'static-rr', 'leastconn', 'first', 'source', 'uri', 'url_param', 'hdr', 'random', 'rdp-cookie', 'hash']
 const NAME = /^[A-Za-z0-9-_.:]+$/
 
+/**
+ * Names key plain objects (the TOML services, the state file's backends), so
+ * a member of Object.prototype ("__proto__", "constructor") would find or set
+ * that member instead of a backend of its own.
+ */
+function checkName (s: Schema, name: string): void {
+  if (!NAME.test(name)) s.add(605, 'name in body should match \'^[A-Za-z0-9-_.:]+$\'')
+  else if (name in Object.prototype) s.add(605, `name "${name}" is reserved (a member of every JavaScript object); choose another`)
+}
+
 export interface SchemaError { readonly code: number, readonly message: string }
 
 /** Collects schema violations for one body, in order. */
@@ -131,7 +141,7 @@ export function backendTable (body: unknown, previous: Table | null): { name: st
   if (t === null) return s.errors
   s.allowed(t, '', BACKEND_KEYS)
   const name = s.string(t, 'name', '', true)
-  if (name !== undefined && !NAME.test(name)) s.add(605, `name in body should match '^[A-Za-z0-9-_.:]+$'`)
+  if (name !== undefined) checkName(s, name)
   s.enum(t, 'mode', '', ['http', 'tcp'], false)
   if (t.mode === 'tcp') s.add(606, 'mode in body should be one of [http] (tcp backends are not supported)')
   let algorithm: string | undefined
@@ -202,7 +212,7 @@ export function serverTable (body: unknown, previous: Table | null): { name: str
   if (t === null) return s.errors
   s.allowed(t, '', SERVER_KEYS)
   const name = s.string(t, 'name', '', true)
-  if (name !== undefined && !NAME.test(name)) s.add(605, `name in body should match '^[A-Za-z0-9-_.:]+$'`)
+  if (name !== undefined) checkName(s, name)
   const address = s.string(t, 'address', '', true)
   const port = s.int(t, 'port', '', 1, 65535)
   const weight = s.int(t, 'weight', '', 0, 256)
@@ -212,7 +222,7 @@ export function serverTable (body: unknown, previous: Table | null): { name: str
   if (address !== undefined) {
     if (address.startsWith('unix:') || address.startsWith('/')) {
       const path = address.startsWith('unix:') ? address.slice(5) : address
-      if (!path.startsWith('/')) s.add(605, "address in body should be an IP address, a host name or an absolute unix socket path")
+      if (!path.startsWith('/')) s.add(605, 'address in body should be an IP address, a host name or an absolute unix socket path')
       if (port !== undefined) s.add(616, 'port in body is a forbidden property for a unix socket address')
       full = `unix:${path}`
     } else if (t.port === undefined || t.port === null) {

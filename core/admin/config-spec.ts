@@ -33,15 +33,28 @@ const json = (schema: Obj, description: string, headers = true): Obj => ({
 const err = (description: string): Obj => json(ref('error'), description)
 const q = (name: string, schema: Obj, description: string, required = false): Obj => ({ name, in: 'query', required, schema, description })
 const VERSION_Q = q('version', { type: 'integer' }, 'configuration version the change is based on (409 when it is not the current one)')
-const TX_Q = q('transaction_id', { type: 'string' }, 'lb has no transactions: any value is answered 400 "transaction does not exist"')
+const TX_Q = q('transaction_id', { type: 'string' }, 'a transaction in progress: a write is staged in it (202), a read sees the configuration it would make; an unknown one is 400 "transaction does not exist"')
 const FORCE_Q = q('force_reload', { type: 'boolean' }, 'accepted; lb applies every change at once')
 const BACKEND_Q = q('backend', { type: 'string' }, 'the parent backend (parent_name is accepted too)', true)
 const NAME_P = { name: 'name', in: 'path', required: true, schema: { type: 'string' } }
 const WRITE_ERRORS = { 400: err('bad request: unparsable body, unknown query parameter, unknown transaction, validation error'), 409: err('exists, or version mismatch'), 415: err('not JSON'), 422: err('schema violation (go-openapi codes 6xx)') }
+const STAGED = { 202: { description: 'staged in the transaction (?transaction_id); applied at its commit' } }
+const staged = (schema: Obj): Obj => ({ 202: json(schema, 'staged in the transaction (?transaction_id); applied at its commit') })
+const TX_ID_P = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
 
 const wrapped = (schema: Obj): Obj => ({ type: 'object', required: ['_version', 'data'], additionalProperties: false, properties: { _version: { type: 'integer' }, data: schema } })
 
 const SCHEMAS: Obj = {
+  transaction: {
+    type: 'object',
+    required: ['id', '_version', 'status'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string' },
+      _version: { type: 'integer', description: 'the version it was opened on; after a commit, the new version' },
+      status: { type: 'string', enum: ['in_progress', 'success', 'failed', 'outdated'] },
+    },
+  },
   error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } }, additionalProperties: { type: 'string' } },
   backend: {
     type: 'object',
@@ -109,46 +122,81 @@ function servicePaths (base: string, suffix: string): Obj {
   const cfg = `${base}/configuration`
   const id = (s: string): string => s + suffix
   return {
-    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), responses: { 200: json({ type: 'integer' }, 'the version') } } },
+    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), parameters: [TX_Q], responses: { 200: json({ type: 'integer' }, 'the version (in a transaction: the one it was opened on)'), 400: err('unknown transaction') } } },
+    [`${base}/transactions`]: {
+      get: {
+        operationId: id('getTransactions'),
+        parameters: [q('status', { type: 'string', enum: ['in_progress', 'failed', 'outdated'] }, 'only the transactions of this status')],
+        responses: { 200: json({ type: 'array', items: ref('transaction') }, 'transactions in progress, and the ones that failed or are outdated'), 422: err('bad status') },
+      },
+      post: {
+        operationId: id('startTransaction'),
+        parameters: [q('version', { type: 'integer' }, 'the current configuration version', true)],
+        responses: {
+          201: json(ref('transaction'), 'started, status in_progress'),
+          400: err('unknown query parameter'),
+          409: err('version mismatch'),
+          422: err('version missing or not an integer'),
+          429: err('too many open transactions ([admin] max_open_transactions)'),
+        },
+      },
+    },
+    [`${base}/transactions/{id}`]: {
+      parameters: [TX_ID_P],
+      get: { operationId: id('getTransaction'), responses: { 200: json(ref('transaction'), 'the transaction'), 404: err('no such transaction') } },
+      put: {
+        operationId: id('commitTransaction'),
+        parameters: [FORCE_Q],
+        responses: {
+          200: json(ref('transaction'), 'committed: every change applied as one new version (status success, _version the new version)'),
+          400: err('the configuration it makes does not validate (the transaction is now failed; nothing was applied), or it failed before'),
+          404: err('no such transaction'),
+          406: err('outdated: opened on an older version than the current one; nothing was applied'),
+          409: err('being committed'),
+          422: err('bad force_reload'),
+        },
+      },
+      delete: { operationId: id('deleteTransaction'), parameters: [], responses: { 204: { description: 'deleted, nothing of it applied' }, 400: err('unknown query parameter'), 404: err('no such transaction'), 409: err('being committed') } },
+    },
     [`${cfg}/backends`]: {
       get: { operationId: id('getBackends'), parameters: [TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('backend') }), 'the backends'), 400: err('unknown transaction') } },
       post: {
         operationId: id('createBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
         requestBody: { required: true, content: { 'application/json': { schema: ref('backend') } } },
-        responses: { 201: json(ref('backend'), 'created and applied'), ...WRITE_ERRORS },
+        responses: { 201: json(ref('backend'), 'created and applied'), ...staged(ref('backend')), ...WRITE_ERRORS },
       },
     },
     [`${cfg}/backends/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), 404: err('no such backend') } },
+      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), 400: err('unknown transaction'), 404: err('no such backend') } },
       put: {
         operationId: id('replaceBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
         requestBody: { required: true, content: { 'application/json': { schema: ref('backend') } } },
-        responses: { 200: json(ref('backend'), 'replaced and applied (its servers are kept)'), 404: err('no such backend'), ...WRITE_ERRORS },
+        responses: { 200: json(ref('backend'), 'replaced and applied (its servers are kept)'), ...staged(ref('backend')), 404: err('no such backend'), ...WRITE_ERRORS },
       },
-      delete: { operationId: id('deleteBackend'), parameters: [VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, 404: err('no such backend'), ...WRITE_ERRORS } },
+      delete: { operationId: id('deleteBackend'), parameters: [VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, ...STAGED, 404: err('no such backend'), ...WRITE_ERRORS } },
     },
     [`${cfg}/servers`]: {
-      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), 404: err('no such backend'), 422: err('backend missing') } },
+      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), 400: err('unknown transaction'), 404: err('no such backend'), 422: err('backend missing') } },
       post: {
         operationId: id('createServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],
         requestBody: { required: true, content: { 'application/json': { schema: ref('server') } } },
-        responses: { 201: json(ref('server'), 'created and applied'), 404: err('no such backend'), ...WRITE_ERRORS },
+        responses: { 201: json(ref('server'), 'created and applied'), ...staged(ref('server')), 404: err('no such backend'), ...WRITE_ERRORS },
       },
     },
     [`${cfg}/servers/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), 404: err('no such backend or server') } },
+      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), 400: err('unknown transaction'), 404: err('no such backend or server') } },
       put: {
         operationId: id('replaceServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],
         requestBody: { required: true, content: { 'application/json': { schema: ref('server') } } },
-        responses: { 200: json(ref('server'), 'replaced and applied'), 404: err('no such backend or server'), ...WRITE_ERRORS },
+        responses: { 200: json(ref('server'), 'replaced and applied'), ...staged(ref('server')), 404: err('no such backend or server'), ...WRITE_ERRORS },
       },
-      delete: { operationId: id('deleteServer'), parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, 404: err('no such backend or server'), ...WRITE_ERRORS } },
+      delete: { operationId: id('deleteServer'), parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, ...STAGED, 404: err('no such backend or server'), ...WRITE_ERRORS } },
     },
     [`${base}/runtime/servers`]: {
       get: { operationId: id('getRuntimeServers'), parameters: [BACKEND_Q], responses: { 200: json({ type: 'array', items: ref('runtime_server') }, 'live state of the servers', false), 404: err('no such backend') } },

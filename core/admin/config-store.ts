@@ -69,6 +69,66 @@ export class ConfigStore {
   }
 
   /**
+   * Runs `change` on a draft of `current` (the TOML re-read, the overlay
+   * applied): the change's own ApiErrors (missing object, exists, schema)
+   * come out of here, nothing else is checked yet.
+   */
+  #stage (current: ApiState, change: (d: Draft) => void): { raw: Table, next: ApiState } {
+    const raw = this.#readToml()
+    const tomlServices = (typeof raw.services === 'object' && raw.services !== null ? raw.services : {}) as Table
+    const effective = applyState(raw, current) as Table
+    const services = structuredClone((effective.services ?? {}) as Record<string, Table>)
+    const backends: Record<string, Table | null> = { ...current.backends }
+    const draft: Draft = {
+      services,
+      set: (name, table) => {
+        if (table === null) {
+          delete services[name]
+          if (Object.hasOwn(tomlServices, name)) backends[name] = null
+          else delete backends[name]
+        } else {
+          services[name] = table
+          backends[name] = table
+        }
+      },
+    }
+    change(draft)
+    return { raw, next: { version: current.version + 1, backends } }
+  }
+
+  /** The whole configuration `next` makes, validated, capacities included; an ApiError 400 "validation error" naming every problem otherwise. */
+  #validate (raw: Table, next: ApiState): Config {
+    let config: Config
+    try {
+      config = buildConfig(applyState(raw, next), this.#file)
+    } catch (err) {
+      if (!isLbError(err)) throw err
+      const detail = err.message.split('\n').slice(1).map((l) => l.replace(/^\s*[^:]+: /, '').trim()).join('; ')
+      throw new ApiError(400, `validation error: ${detail !== '' ? detail : err.message}`)
+    }
+    const over = this.#fits(config)
+    if (over.length > 0) throw new ApiError(400, `validation error: ${over.join('; ')}`)
+    return config
+  }
+
+  /**
+   * What `change` would make of the current state, without writing or
+   * applying anything (a transaction's view). Throws the change's own
+   * ApiErrors; a configuration that does not validate as a whole is
+   * returned as `invalid` (the ApiError update() would answer), not thrown.
+   * No lock needed: #state is replaced whole, never edited in place.
+   */
+  preview (change: (d: Draft) => void): { config: Config } | { invalid: ApiError } {
+    const { raw, next } = this.#stage(this.#state, change)
+    try {
+      return { config: this.#validate(raw, next) }
+    } catch (err) {
+      if (err instanceof ApiError) return { invalid: err }
+      throw err
+    }
+  }
+
+  /**
    * Runs `change` under the write lock. `version` (when given) must equal the
    * current one. Resolves with the new version once the new configuration is
    * persisted and applied; rejects with an ApiError otherwise.
@@ -79,37 +139,9 @@ export class ConfigStore {
       if (version !== undefined && version !== current.version) {
         throw new ApiError(409, `version mismatch: version in configuration file is ${current.version}, given version is ${version}`)
       }
-      const raw = this.#readToml()
-      const tomlServices = (typeof raw.services === 'object' && raw.services !== null ? raw.services : {}) as Table
-      const effective = applyState(raw, current) as Table
-      const services = structuredClone((effective.services ?? {}) as Record<string, Table>)
-      const backends: Record<string, Table | null> = { ...current.backends }
-      const draft: Draft = {
-        services,
-        set: (name, table) => {
-          if (table === null) {
-            delete services[name]
-            if (name in tomlServices) backends[name] = null
-            else delete backends[name]
-          } else {
-            services[name] = table
-            backends[name] = table
-          }
-        },
-      }
-      change(draft)
-      const next: ApiState = { version: current.version + 1, backends }
-      let config: Config
-      try {
-        config = buildConfig(applyState(raw, next), this.#file)
-      } catch (err) {
-        if (!isLbError(err)) throw err
-        const detail = err.message.split('\n').slice(1).map((l) => l.replace(/^\s*[^:]+: /, '').trim()).join('; ')
-        throw new ApiError(400, `validation error: ${detail !== '' ? detail : err.message}`)
-      }
+      const { raw, next } = this.#stage(current, change)
       // validated completely, capacities included, before anything is written: a write the workers cannot take never reaches the disk
-      const over = this.#fits(config)
-      if (over.length > 0) throw new ApiError(400, `validation error: ${over.join('; ')}`)
+      const config = this.#validate(raw, next)
       writeState(this.#path, next)
       this.#state = next
       let errors: string[]

@@ -4,6 +4,7 @@
 import type { Config } from '../config/load.js'
 import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
+import type { PluginStatus } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
 import type { CertificateStatus, OrderCounts } from '../acme/manager.js'
@@ -26,4 +27,6 @@ export interface AdminCore {
     status (): CertificateStatus[]
     counts (): ReadonlyMap<string, OrderCounts>
   }
+  /** a middleware's runtime status as its instances report it (PluginEnv.setStatus); null or absent = not reported */
+  readonly middlewareStatus?: (name: string) => { status: PluginStatus, message: string } | null
 }

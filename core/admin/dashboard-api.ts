@@ -57,6 +57,12 @@ function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Ob
   }
 }
 
+/** status 'enabled', or what the middleware's instances report (a provider they cannot reach is a 'warning' with its message) */
+function runtimeStatus (ctx: AdminContext, name: string): Obj {
+  const s = ctx.middlewareStatus?.(name) ?? null
+  return s === null ? { status: 'enabled' } : { status: s.status, message: s.message }
+}
+
 /** Traefik's TCP services: the services lb's TCP entry points forward to, servers by address. */
 function tcpServices (ctx: AdminContext, config: Config): Obj[] {
   const routers = tcpRouters(config)
@@ -95,7 +101,7 @@ export function runtimeView (ctx: AdminContext, config: Config): RuntimeView {
   const services = config.services.map((s) => serviceObject(ctx, s, config.routers.filter((r) => r.service === s.name).map((r) => `${r.name}@file`).sort()))
   const middlewares = config.middlewares.map((m): Obj => ({
     [m.type]: middlewareOptions(m),
-    status: 'enabled',
+    ...runtimeStatus(ctx, m.name),
     usedBy: config.routers.filter((r) => r.middlewares.includes(m.name)).map((r) => `${r.name}@file`).sort(),
     name: `${m.name}@file`,
     provider: 'file',

@@ -19,7 +19,6 @@ import { type Metrics, createMetrics } from './metrics.js'
 import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
 import { Sampler } from './sampler.js'
 
-
 export interface Management {
   /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
   attachGen (stats: () => GenStats): void

@@ -73,6 +73,7 @@ export function createMetrics (ctx: AdminCore): Metrics {
   /** a family whose samples are recomputed at each scrape */
   const pull = (kind: 'counter' | 'gauge', name: string, help: string, labelNames: string[], read: () => Array<[Labels, number]>): void => {
     const Ctor = kind === 'counter' ? Counter : Gauge
+    // eslint-disable-next-line no-new -- prom-client registers a metric when it is made
     new Ctor({
       name,
       help,
@@ -110,6 +111,7 @@ export function createMetrics (ctx: AdminCore): Metrics {
   const eps = (): Array<{ labels: Labels, row: number }> => ctx.config().entrypoints.map((e, i) => ({ labels: { entrypoint: e.name }, row: epRow(i) }))
   pull('counter', 'lb_entrypoint_requests_total', 'Requests received by an entry point, by method and status code.', ['code', 'method', 'protocol', 'entrypoint'],
     () => eps().flatMap((e) => cells(e.row, e.labels)))
+  // eslint-disable-next-line no-new -- registers itself
   new ShmHistogram(registry, 'lb_entrypoint_request_duration_seconds', 'Time from request arrival to the end of the response, per entry point.',
     () => eps().map((e) => ({ labels: { ...e.labels, protocol: 'http' }, block: sumTimeBlock(shm, e.row) })))
   pull('counter', 'lb_entrypoint_requests_bytes_total', 'Request body bytes received by an entry point.', ['entrypoint', 'protocol'],
@@ -126,6 +128,7 @@ export function createMetrics (ctx: AdminCore): Metrics {
   })
   pull('counter', 'lb_router_requests_total', 'Requests matched by a router, by method and status code.', ['code', 'method', 'protocol', 'router', 'service'],
     () => routers().flatMap((r) => cells(r.row, r.labels)))
+  // eslint-disable-next-line no-new -- registers itself
   new ShmHistogram(registry, 'lb_router_request_duration_seconds', 'Time from request arrival to the end of the response, per router.',
     () => routers().map((r) => ({ labels: { ...r.labels, protocol: 'http' }, block: sumTimeBlock(shm, r.row) })))
   pull('counter', 'lb_router_requests_bytes_total', 'Request body bytes received through a router.', ['router', 'service', 'protocol'],

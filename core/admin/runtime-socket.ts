@@ -96,6 +96,8 @@ class Session {
   async #line (line: string): Promise<void> {
     if (this.#closed) return
     if (line.trim() === '' && this.#mode === 'once') {
+      // as HAProxy: an empty command line is an unknown command, answered with the usage
+      this.#reply(usage([], false))
       this.#sock.end()
       this.#closed = true
       return

@@ -70,6 +70,14 @@ export function middlewareOptions (m: MiddlewareConf): unknown {
         ...((c.excluded as unknown[] | undefined)?.length ? { excludedContentTypes: c.excluded } : {}),
         ...((c.included as unknown[] | undefined)?.length ? { includedContentTypes: c.included } : {}),
       }
+    case 'oidc':
+      return {
+        issuer: c.issuer,
+        clientId: c.clientId,
+        clientSecret: '<redacted>',
+        cookieSecret: '<redacted>',
+        ...generic(Object.fromEntries(Object.entries(c).filter(([k]) => !['issuer', 'clientId', 'clientSecret', 'cookieSecret'].includes(k)))) as Obj,
+      }
     case 'basicAuth':
       return {
         users: ((c.users ?? []) as Array<{ user: string }>).map((u) => `${u.user}:<redacted>`),

@@ -19,6 +19,8 @@ export interface AdminConf extends Credentials, HostPort {
   readonly enabled: boolean
   /** absolute path of the config API's state file */
   readonly stateFile: string
+  /** config API transactions in progress at once (core/admin/transactions.ts) */
+  readonly maxOpenTransactions: number
 }
 
 export interface DashboardConf extends HostPort {
@@ -58,7 +60,7 @@ function address (c: Checker, t: Record<string, unknown>, p: string, def: string
 export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminConf {
   const p = 'admin'
   const d = DEFAULTS.admin
-  const t = c.table(raw, p, ['enabled', 'address', 'users', 'tokens', 'state_file'])
+  const t = c.table(raw, p, ['enabled', 'address', 'users', 'tokens', 'state_file', 'max_open_transactions'])
   const users = c.strings(t, 'users', p, d.users)
   users.forEach((u, i) => {
     const hash = u.slice(u.indexOf(':') + 1)
@@ -78,7 +80,15 @@ export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminCo
   if (enabled && users.length === 0 && tokens.length === 0 && !isLoopbackHost(hp.host)) {
     c.problems.push(`${join(p, 'address')}: ${hp.host} is not a loopback address and [admin] has no users or tokens; add credentials or bind 127.0.0.1`)
   }
-  return { enabled, host: hp.host, port: hp.port, users, tokens, stateFile: resolvePath(stateDir, c.string(t, 'state_file', p, d.stateFile)) }
+  return {
+    enabled,
+    host: hp.host,
+    port: hp.port,
+    users,
+    tokens,
+    stateFile: resolvePath(stateDir, c.string(t, 'state_file', p, d.stateFile)),
+    maxOpenTransactions: c.int(t, 'max_open_transactions', p, d.maxOpenTransactions, 1, 10_000),
+  }
 }
 
 export function checkDashboard (c: Checker, raw: unknown, admin: AdminConf): DashboardConf {

@@ -82,6 +82,7 @@ export const DEFAULTS = {
     users: [] as readonly string[], // "user:hash" (bcrypt $2a/$2b/$2y, or {SHA} base64 SHA-1); basic auth
     tokens: [] as readonly string[], // bearer tokens (Authorization: Bearer <token>)
     stateFile: 'config-api.json', // the config API's writes, relative to global.state_dir
+    maxOpenTransactions: 20, // config API transactions in progress at once; one more answers 429 (Data Plane API max_open_transactions)
   },
   dashboard: {
     address: '127.0.0.1:8081', // dashboard API, dashboard page and /metrics share this listener

@@ -53,6 +53,7 @@ export function unwritablePaths (c: Config): string[] {
     const p = folderProblem(n.kind === 'folder' ? n.path : dirname(n.path))
     if (p !== '') {
       out.push(`${n.key} (${n.path}): ${p}; make it writable by the user lb runs as, or set ${n.key} to a path that is ` +
+        // eslint-disable-next-line no-template-curly-in-string -- systemd's syntax, written out for the operator
         '(under systemd: "${STATE_DIRECTORY}" or "${RUNTIME_DIRECTORY}", see conf/lb.service)')
     }
   }

@@ -5,6 +5,7 @@
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
+import type { PluginStatus } from '../plugin.js'
 import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
@@ -33,6 +34,8 @@ export class Supervisor {
   #stopping = false
   /** requests cut at the drain deadline, summed over workers */
   #cut = 0
+  /** latest middleware status by "name\0worker index" (PluginEnv.setStatus) */
+  readonly #status = new Map<string, { generation: number, status: PluginStatus, message: string }>()
   readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
   /** what workers serve for ACME now; a (re)started worker gets it in its workerData */
   #acme: AcmeState = NO_ACME
@@ -77,6 +80,9 @@ export class Supervisor {
           case 'acme-applied':
             this.#acmeSettle(m.seq, index)
             break
+          case 'status':
+            this.#status.set(`${m.middleware}\u0000${index}`, { generation: m.generation, status: m.status, message: m.message })
+            break
           case 'applied':
           case 'rejected':
             this.#settle(m.generation, index, m.type === 'rejected' ? m.message : null)
@@ -119,6 +125,21 @@ export class Supervisor {
       this.#pending.delete(generation)
       p.resolve(p.errors)
     }
+  }
+
+  /**
+   * A middleware's status as its instances of the current generation reported
+   * it: the worst over the workers (a warning from any one shows), or null when
+   * none reported (plugins that do not use setStatus).
+   */
+  middlewareStatus (name: string): { status: PluginStatus, message: string } | null {
+    let out: { status: PluginStatus, message: string } | null = null
+    for (let i = 0; i < this.#slots.length; i++) {
+      const s = this.#status.get(`${name}\u0000${i}`)
+      if (s === undefined || s.generation !== this.#generation) continue
+      if (out === null || (out.status === 'enabled' && s.status !== 'enabled')) out = { status: s.status, message: s.message }
+    }
+    return out
   }
 
   /** Sends a new config generation to every worker; resolves with the workers' errors (empty = applied everywhere). */

@@ -109,7 +109,8 @@ export function parseOptions (raw: unknown): RequestOptions | ApiError {
   if (raw === undefined || raw === null) return out
   if (!isObj(raw)) return bad('options', 'an object', raw)
   for (const [key, v] of Object.entries(raw)) {
-    const spec = OPTIONS[key]
+    // own keys only: "constructor" or "__proto__" from the client must not find Object.prototype's
+    const spec = Object.hasOwn(OPTIONS, key) ? OPTIONS[key] : undefined
     if (spec === undefined || v === null) continue
     const [kind, min, max, field] = spec
     const name = `options.${key}`

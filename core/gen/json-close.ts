@@ -105,7 +105,7 @@ export class JsonCloser {
     const out: S[] = []
     for (const a of alts) {
       const props = (a.properties ?? {}) as Record<string, unknown>
-      out.push(...this.alts(key in props ? props[key] : a.additionalProperties, 0))
+      out.push(...this.alts(Object.hasOwn(props, key) ? props[key] : a.additionalProperties, 0))
     }
     return out.length > 0 ? out : [{}]
   }

@@ -112,7 +112,7 @@ function tensors (d: LlamaDims): Tensor[] {
       { name: `blk.${b}.ffn_norm.weight`, dims: [e], data: ones(e) },
       { name: `blk.${b}.ffn_gate.weight`, dims: [e, d.ff], data: fill(e * d.ff, big) },
       { name: `blk.${b}.ffn_up.weight`, dims: [e, d.ff], data: fill(e * d.ff, big) },
-      { name: `blk.${b}.ffn_down.weight`, dims: [d.ff, e], data: fill(d.ff * e, small) },
+      { name: `blk.${b}.ffn_down.weight`, dims: [d.ff, e], data: fill(d.ff * e, small) }
     )
   }
   return ts

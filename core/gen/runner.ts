@@ -88,7 +88,7 @@ function run (id: number, job: JobSpec, c: RunnerConf): void {
   pool!.run(task, { transferList: [port2] }).then(
     // The end normally arrives on the port; this only covers a task that returned without posting it.
     (r: WorkerResult) => setImmediate(() => { if (r.type === 'done' || r.type === 'failed') finish(id, r) }),
-    (err: Error) => finish(id, { type: 'failed', id, status: 500, message: `generation failed: ${err.message}` }),
+    (err: Error) => finish(id, { type: 'failed', id, status: 500, message: `generation failed: ${err.message}` })
   )
 }
 
@@ -130,7 +130,7 @@ process.on('message', (m: ToRunner) => {
       })
       warm(pool, conf.workers).then(
         () => post({ type: 'ready', pid: process.pid }),
-        (err: Error) => { process.stderr.write(`generation runner: workers failed to start: ${err.message}\n`); process.exit(1) },
+        (err: Error) => { process.stderr.write(`generation runner: workers failed to start: ${err.message}\n`); process.exit(1) }
       )
       break
     case 'run':

@@ -58,7 +58,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
       },
       messages: (msgs) => scheduler?.onMessages(msgs, nowIso()),
       exit: (reason) => scheduler?.onRunnerExit(reason),
-    },
+    }
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const env: RouteEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }

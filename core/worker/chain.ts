@@ -60,7 +60,7 @@ export function runRequestHooks (chain: Chain, ctx: Ctx, log: Logger, from = 0):
     if (typeof r === 'object' && r !== null && typeof r.then === 'function') {
       return r.then(
         (v) => (v === NEXT ? runRequestHooks(chain, ctx, log, i + 1) : v),
-        (err: unknown) => pluginFailed(ctx, log, chain.requestNames[i]!, err),
+        (err: unknown) => pluginFailed(ctx, log, chain.requestNames[i]!, err)
       )
     }
     if (r !== NEXT) return r

@@ -18,7 +18,7 @@ import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
-import { createMiddleware } from './middleware.js'
+import { type StatusSink, createMiddleware } from './middleware.js'
 import type { Slots } from '../protocol.js'
 import type { AccessLog } from './access-log.js'
 import { EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
@@ -60,7 +60,7 @@ export class DataPlane implements ExchangeHost {
   /** this generation's middleware instances by name; retired (retireMiddlewares) when it is replaced */
   readonly middlewares = new Map<string, Hooks>()
 
-  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache) {
+  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, status: StatusSink) {
     this.conf = conf
     this.shm = shm
     this.stripe = stripe
@@ -75,7 +75,7 @@ export class DataPlane implements ExchangeHost {
       }
     }
     const hooks = this.middlewares
-    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log))
+    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, status))
     const target = (r: RouterConf): RouteTarget => ({
       service: this.services.get(r.service) ?? null,
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),

@@ -12,7 +12,7 @@ import { Stripe } from '../shm/counters.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane, type PoolCache } from './dataplane.js'
 import { loadPluginModules } from '../../plugins/index.js'
-import { retireMiddlewares } from './middleware.js'
+import { type StatusSink, retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws } from './http.js'
 import { EntryPoints } from './listeners.js'
 import { setAcmeTokens } from './acme-challenge.js'
@@ -43,7 +43,9 @@ async function main (): Promise<void> {
   const pools: PoolCache = new Map()
   // third-party plugin modules the config names are imported before a generation is built from it
   await loadPluginModules(data.config.middlewares.map((m) => m.type), data.config.baseDir, data.config.global.pluginsDir)
-  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools)
+  /** middleware states (PluginEnv.setStatus) go to the control plane, tagged with the generation that made the instance */
+  const statusOf = (generation: number): StatusSink => (middleware, status, message) => post({ type: 'status', index: data.index, generation, middleware, status, message })
+  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, statusOf(data.generation))
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
@@ -61,7 +63,7 @@ async function main (): Promise<void> {
           .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir, msg.config.global.pluginsDir))
           .then(() => {
             const retired = dp
-            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools)
+            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, statusOf(msg.generation))
             // every generation makes its middleware instances anew: the replaced ones stop what they started
             retireMiddlewares(retired.middlewares, log)
             generation = msg.generation

@@ -7,7 +7,7 @@
 import type { MiddlewareConf } from '../config/dynamic.js'
 import { formatError } from '../errors.js'
 import type { Logger } from '../log.js'
-import { type Hooks, HANDLED } from '../plugin.js'
+import { type Hooks, type PluginStatus, HANDLED } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
 import { pluginErrorReply } from './chain.js'
 import { pluginFor } from '../../plugins/index.js'
@@ -21,14 +21,17 @@ function checkHooks (h: unknown): string {
   return ''
 }
 
-export function createMiddleware (m: MiddlewareConf, baseDir: string, pluginsDir: string, shm: Shm, log: Logger): Hooks {
+/** Where a middleware instance's status goes (to the control plane, for the dashboard API). */
+export type StatusSink = (middleware: string, status: PluginStatus, message: string) => void
+
+export function createMiddleware (m: MiddlewareConf, baseDir: string, pluginsDir: string, shm: Shm, log: Logger, status: StatusSink): Hooks {
   const mlog = log.child({ middleware: m.name })
   let reason: string
   const def = pluginFor(m.type, baseDir, pluginsDir)
   if (def === undefined) reason = `plugin ${JSON.stringify(m.type)} is not loaded in this worker`
   else {
     try {
-      const hooks = def.create(m.conf, { log: mlog, shm, name: m.name })
+      const hooks = def.create(m.conf, { log: mlog, shm, name: m.name, setStatus: (s, message) => status(m.name, s, message) })
       reason = checkHooks(hooks)
       if (reason === '') return hooks
     } catch (err) {

@@ -17,6 +17,12 @@
 //   Searching for one character is a native memchr; a scan for 32 of them
 //   cost ~10x as much per request.
 // - The method is a token (RFC 9110 §9.1): this uWS build passes "\x7fGET" on.
+//   Any token is forwarded as written (extension methods, lower case: methods
+//   are case-sensitive, as HAProxy and Traefik forward them), except CONNECT and
+//   TRACE in any case, 501: lb is a reverse proxy, not a tunnel (CONNECT would
+//   turn a pooled upstream connection into one), and TRACE echoes the request,
+//   cookies and credentials included, to a script that can read the reply
+//   (cross-site tracing); nginx refuses both as well.
 // Headers named in Connection are hop-by-hop (RFC 9110 §7.6.1): they are
 // added to the request's dropped headers, except the ones lb needs or sets.
 //
@@ -50,7 +56,9 @@ const SINGLE_NAMES: readonly string[] = ['', 'Host', 'Authorization', '', 'Trans
 
 /** Checks the headers of `ctx` (see above); null when it may go on. May set ctx.dropHeaders. */
 export function checkRequest (ctx: Ctx): RequestFault | null {
-  if (!token(ctx.method)) return fault('LB_ERR_BAD_REQUEST', { reason: `invalid method ${JSON.stringify(ctx.method)}` })
+  const m = ctx.method
+  if (!token(m)) return fault('LB_ERR_BAD_REQUEST', { reason: `invalid method ${JSON.stringify(m)}` })
+  if ((m.length === 5 && eqLower(m, 0, 'trace')) || (m.length === 7 && eqLower(m, 0, 'connect'))) return fault('LB_ERR_METHOD_NOT_IMPLEMENTED', { method: m })
   const h = ctx.headers
   let contentLength = -1 // index of the Content-Length value, -1 when none
   let transferEncoding = -1

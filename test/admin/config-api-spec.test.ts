@@ -3,8 +3,8 @@
 // unknown query parameter on a write is a 400, the out-of-range port error
 // names only the port. /v2/info and /v2/specification are served, the
 // document is valid OpenAPI (openapi-backend's validator, strict) and every
-// real answer below matches it; /v2/services/haproxy/... answers as
-// /v2/services/lb/... does.
+// real answer below matches it, the transactions' routes and staged (202)
+// writes included; /v2/services/haproxy/... answers as /v2/services/lb/... does.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { OpenAPIBackend } from 'openapi-backend'
@@ -111,5 +111,45 @@ test('config API: unknown transactions and parameters, port error, info, specifi
   await call('GET', '/v2/services/lb/runtime/servers/s1?backend=web')
   await call('POST', `${LB}/backends`, { name: 'x', colour: 'blue' })
   await call('GET', `${LB}/backends/nope`)
-  assert.ok(checked >= 30, `${checked} answers checked against the specification`)
+
+  // transactions: every route and every staged write, each answer against the document
+  const TX = '/v2/services/lb/transactions'
+  const v = Number(await version())
+  r = await call('POST', `${TX}?version=${v}`)
+  assert.equal(r.status, 201, r.body)
+  const id = (r.json as { id: string }).id
+  const staged = [
+    await call('POST', `${LB}/backends?transaction_id=${id}`, { name: 'tx' }),
+    await call('PUT', `${LB}/backends/tx?transaction_id=${id}`, { name: 'tx', balance: { algorithm: 'source' } }),
+    await call('POST', `${LB}/servers?backend=tx&transaction_id=${id}`, { name: 't1', address: '127.0.0.1', port: b1!.port }),
+    await call('PUT', `${LB}/servers/t1?backend=tx&transaction_id=${id}`, { name: 't1', address: '127.0.0.1', port: b1!.port, weight: 3 }),
+    await call('DELETE', `${LB}/servers/s1?backend=x&transaction_id=${id}`),
+    await call('DELETE', `${LB}/backends/nope?transaction_id=${id}`),
+  ]
+  assert.deepEqual(staged.map((x) => x.status), [202, 202, 202, 202, 404, 404], staged.map((x) => x.body).join('\n'))
+  for (const path of [`${LB}/version`, `${LB}/backends`, `${LB}/backends/tx`, `${LB}/servers?backend=tx`, `${LB}/servers/t1?backend=tx`]) {
+    r = await call('GET', `${path}${path.includes('?') ? '&' : '?'}transaction_id=${id}`)
+    assert.equal(r.status, 200, `${path}: ${r.body}`)
+  }
+  assert.equal((await call('GET', TX)).status, 200)
+  assert.equal((await call('GET', `${TX}?status=in_progress`)).status, 200)
+  assert.equal((await call('GET', `${TX}/${id}`)).status, 200)
+  const other = (await call('POST', `${TX}?version=${v}`)).json as { id: string }
+  assert.equal((await call('DELETE', `${LB}/backends/web?transaction_id=${other.id}`)).status, 202)
+  r = await call('PUT', `${TX}/${id}`)
+  assert.deepEqual([r.status, (r.json as { status: string }).status], [200, 'success'])
+  assert.equal((await call('PUT', `${TX}/${other.id}`)).status, 406)
+  const broken = (await call('POST', `${TX}?version=${v + 1}`)).json as { id: string }
+  assert.equal((await call('DELETE', `${LB}/backends/web?transaction_id=${broken.id}`)).status, 202)
+  assert.equal((await call('GET', `${LB}/backends?transaction_id=${broken.id}`)).status, 400)
+  assert.equal((await call('PUT', `${TX}/${broken.id}`)).status, 400)
+  assert.equal((await call('DELETE', `${TX}/${broken.id}`)).status, 204)
+  assert.equal((await call('GET', `${TX}/${broken.id}`)).status, 404)
+  assert.equal((await call('PUT', `${TX}/${broken.id}`)).status, 404)
+  assert.equal((await call('DELETE', `${TX}/${broken.id}`)).status, 404)
+  assert.equal((await call('POST', TX)).status, 422)
+  assert.equal((await call('POST', `${TX}?version=1`)).status, 409)
+  assert.equal((await call('GET', `${TX}?status=done`)).status, 422)
+  assert.equal((await call('GET', `/v2/services/haproxy/transactions/${other.id}`)).status, 200)
+  assert.ok(checked >= 60, `${checked} answers checked against the specification`)
 })

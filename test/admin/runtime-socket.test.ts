@@ -161,6 +161,10 @@ test('runtime socket: every command replies in full to a client that half-closes
     assert.equal(shape(await halfClose(a.sock, line + '\n')), shape(full), `net end() after "${line}"`)
     assert.equal(shape(await socat(a.sock, line + '\n')), shape(full), `socat after "${line}"`)
   }
+  // an empty line is an unknown command, answered with the usage as HAProxy does, then the session closes
+  for (const empty of ['\n', '\r\n', ' \t\n\n']) {
+    assert.match(await halfClose(a.sock, empty), /^Unknown command\. Please enter one of the following commands only:\n {2}disable server /, JSON.stringify(empty))
+  }
   // a last line without its newline is run too, then the session closes
   assert.equal(shape(await halfClose(a.sock, 'show sess')), shape(await sock(a.sock, 'show sess')))
   assert.equal(await halfClose(a.sock, 'get weight web/s1'), '1 (initial 1)\n\n')

@@ -158,4 +158,3 @@ export async function backends (n: number): Promise<Backend[]> {
   for (let i = 1; i <= n; i++) out.push(await startBackend(`b${i}`))
   return out
 }
-

@@ -85,7 +85,7 @@ test('the install step patches only on glibc 2.36-2.37, idempotently, into lb\'s
 
   // a binary that is not the recorded one is refused, on every glibc
   const bad = readFileSync(orig)
-  bad[bad.length - 1] ^= 1
+  bad.writeUInt8(bad.readUInt8(bad.length - 1) ^ 1, bad.length - 1)
   writeFileSync(orig, bad)
   assert.throws(() => native.install({ glibc: [2, 36] }), /sha256 [0-9a-f]{64} is not the recorded/)
   assert.throws(() => native.install({ glibc: [2, 38] }), /sha256 [0-9a-f]{64} is not the recorded/)

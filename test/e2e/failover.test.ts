@@ -139,42 +139,42 @@ function startProcessBackend (name: string, delayMs: number): Promise<{ proc: Ch
 }
 
 for (const [what, service] of [['fresh connections', 'keepalive = 0'], ['keep-alive connections', '']] as const) {
-test(`a server killed with SIGKILL under load costs no request, and its share is split evenly (${what})`, async (t) => {
-  const bs = await Promise.all(['a', 'b', 'c'].map((n) => startProcessBackend(n, 20)))
-  t.after(() => { for (const b of bs) b.proc.kill('SIGKILL') })
-  // keepalive = 0: every request on a fresh connection, so a request cut by the death is never taken for
-  // one sent into a stale keep-alive connection (retried on that ground alone before). With keep-alive,
-  // that retry may reconnect to the dead server: its refusal must still get a retry on another one.
-  const lb = await startLb(GLOBAL.replace('stdout', 'off') + simpleConfig(bs.map((b) => b.address), service))
-  t.after(() => lb.stop())
-  const failures: string[] = []
-  const after: string[] = []
-  let killed = false
-  let stop = false
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
-  const loops = Array.from({ length: 16 }, async () => {
-    while (!stop) {
-      try {
-        const r = await request(`${lb.url}/`, { agent })
-        if (r.status !== 200) failures.push(`${r.status} ${r.body.trim()}`)
-        else if (killed) after.push(r.body.trim())
-      } catch (err) {
-        failures.push((err as Error).message)
+  test(`a server killed with SIGKILL under load costs no request, and its share is split evenly (${what})`, async (t) => {
+    const bs = await Promise.all(['a', 'b', 'c'].map((n) => startProcessBackend(n, 20)))
+    t.after(() => { for (const b of bs) b.proc.kill('SIGKILL') })
+    // keepalive = 0: every request on a fresh connection, so a request cut by the death is never taken for
+    // one sent into a stale keep-alive connection (retried on that ground alone before). With keep-alive,
+    // that retry may reconnect to the dead server: its refusal must still get a retry on another one.
+    const lb = await startLb(GLOBAL.replace('stdout', 'off') + simpleConfig(bs.map((b) => b.address), service))
+    t.after(() => lb.stop())
+    const failures: string[] = []
+    const after: string[] = []
+    let killed = false
+    let stop = false
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+    const loops = Array.from({ length: 16 }, async () => {
+      while (!stop) {
+        try {
+          const r = await request(`${lb.url}/`, { agent })
+          if (r.status !== 200) failures.push(`${r.status} ${r.body.trim()}`)
+          else if (killed) after.push(r.body.trim())
+        } catch (err) {
+          failures.push((err as Error).message)
+        }
       }
-    }
+    })
+    await sleep(700)
+    bs[0]!.proc.kill('SIGKILL')
+    killed = true
+    await sleep(2_000)
+    stop = true
+    await Promise.all(loops)
+    agent.destroy()
+    assert.deepEqual(failures, [])
+    const c = count(after)
+    assert.ok(after.length > 100, `${after.length} requests after the kill`)
+    // the dead server gets no answer in; the two others split evenly (not 2:1 as before)
+    assert.ok(Math.abs(c.b! / (c.b! + c.c!) - 0.5) < 0.05, JSON.stringify(c))
+    t.diagnostic(`after the kill: ${JSON.stringify(c)}`)
   })
-  await sleep(700)
-  bs[0]!.proc.kill('SIGKILL')
-  killed = true
-  await sleep(2_000)
-  stop = true
-  await Promise.all(loops)
-  agent.destroy()
-  assert.deepEqual(failures, [])
-  const c = count(after)
-  assert.ok(after.length > 100, `${after.length} requests after the kill`)
-  // the dead server gets no answer in; the two others split evenly (not 2:1 as before)
-  assert.ok(Math.abs(c.b! / (c.b! + c.c!) - 0.5) < 0.05, JSON.stringify(c))
-  t.diagnostic(`after the kill: ${JSON.stringify(c)}`)
-})
 }

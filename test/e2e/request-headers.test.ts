@@ -24,7 +24,7 @@ describe('request headers', () => {
 
   before(async () => {
     backend = await startRawBackend(() => OK)
-    lb = await startLb(`[global]\nworkers = 2\naccess_log = "{{DIR}}/access.log"\n` + mwConfig(backend.address, `
+    lb = await startLb('[global]\nworkers = 2\naccess_log = "{{DIR}}/access.log"\n' + mwConfig(backend.address, `
 [limits]
 max_body = "1k"
 

@@ -1,5 +1,5 @@
 // Fuzz campaign, surface 3: the config API (HAProxy Data Plane API paths) and
-// the dashboard API on their loopback listeners: mutated JSON bodies, broken
+// the dashboard API on their loopback listeners (transactions included): mutated JSON bodies, broken
 // JSON, deep nesting, malformed percent-escapes, over-long and raw-byte
 // paths, odd query strings. Each case gets a status under 500 within the
 // time-out, and lb stays up; afterwards the data plane still answers.
@@ -23,7 +23,8 @@ interface ApiCase { family: string, listener: 'admin' | 'dash', bytes: Buffer }
 function segment (rng: Rng): string { return rng.chance(0.5) ? rng.pick(SEGMENTS) : `b${rng.int(50)}` }
 
 function query (rng: Rng): string {
-  return rng.pick(['', '', `?backend=${segment(rng)}`, '?backend=web', `?version=${rng.pick(['1', '-1', 'x', '1e3', '99999999999999999999', '%E9'])}`, '?backend=web&version=1', '?%E9=1', '?backend'])
+  return rng.pick(['', '', `?backend=${segment(rng)}`, '?backend=web', `?version=${rng.pick(['1', '-1', 'x', '1e3', '99999999999999999999', '%E9'])}`, '?backend=web&version=1', '?%E9=1', '?backend',
+    `?transaction_id=${segment(rng)}`, `?backend=web&transaction_id=${segment(rng)}&version=1`])
 }
 
 function apiCase (rng: Rng): ApiCase {
@@ -39,16 +40,23 @@ function apiCase (rng: Rng): ApiCase {
     const path = `${CFG}/${rng.pick(['backends', 'servers', 'version', 'nope'])}/${segment(rng)}${query(rng)}`
     return { family: 'config-path', listener: 'admin', bytes: rawRequest(method, rng.chance(0.1) ? `/v2/${rng.bytes(20).toString('latin1').replace(/[\r\n ]/g, 'x')}` : path, null) }
   }
+  if (kind === 4) { // transactions: start, read, commit, delete with hostile ids and versions
+    const path = `/v2/services/lb/transactions${rng.chance(0.6) ? `/${segment(rng)}` : ''}${rng.pick(['', '?version=1', `?version=${rng.pick(['0', 'x', '%E9', '99999999999999999999'])}`, '?status=failed', '?status=%', '?force_reload=maybe'])}`
+    return { family: 'transaction-path', listener: 'admin', bytes: rawRequest(method, path, rng.chance(0.3) ? bodyText(rng, jsonValue(rng)) : null) }
+  }
   const backend = { name: `b${rng.int(50)}`, balance: { algorithm: rng.pick(['roundrobin', 'leastconn', 'source']) } }
   const server = { name: `s${rng.int(20)}`, address: '127.0.0.1', port: 1 + rng.int(65535), weight: 1 + rng.int(10), check: rng.pick(['enabled', 'disabled']), maintenance: 'disabled' }
   const which = rng.int(3)
   const value = which === 0 ? mutate(rng, backend) : which === 1 ? mutate(rng, server) : rng.chance(0.5) ? mutate(rng, { admin_state: 'ready' }) : jsonValue(rng)
+  const name = (value as { name?: unknown } | null)?.name
+  // a mutated name may be any JSON value, or an object String() cannot convert
+  const nameSegment = typeof name === 'string' ? name : name === undefined ? backend.name : JSON.stringify(name)
   const target = which === 0
-    ? `${CFG}/backends${rng.chance(0.5) ? `/${(value as { name?: unknown })?.name ?? backend.name}` : ''}${query(rng)}`
+    ? `${CFG}/backends${rng.chance(0.5) ? `/${nameSegment}` : ''}${query(rng)}`
     : which === 1
       ? `${CFG}/servers${rng.chance(0.5) ? `/${server.name}` : ''}?backend=${rng.chance(0.8) ? 'web' : segment(rng)}`
       : `/v2/services/lb/runtime/servers/${segment(rng)}?backend=web`
-  return { family: which === 0 ? 'backend-body' : which === 1 ? 'server-body' : 'runtime-body', listener: 'admin', bytes: rawRequest(rng.pick(['POST', 'PUT', 'PUT', method]), encodeURI(target).replace(/%25/g, '%'), bodyText(rng, value)) }
+  return { family: which === 0 ? 'backend-body' : which === 1 ? 'server-body' : 'runtime-body', listener: 'admin', bytes: rawRequest(rng.pick(['POST', 'PUT', 'PUT', method]), encodeURI(target.replace(/\p{Cs}/gu, '\uFFFD')).replace(/%25/g, '%'), bodyText(rng, value)) }
 }
 
 test('config and dashboard APIs: every request gets a status under 500, and lb stays up', async (t) => {

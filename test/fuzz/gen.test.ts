@@ -28,7 +28,7 @@ function genCase (rng: Rng): GenCase {
     : which === 1
       ? { model, messages: Array.from({ length: rng.range(0, 3) }, () => message(rng)), stream: rng.chance(0.5), options: options(rng) }
       : { model, messages: [message(rng)], max_tokens: rng.range(1, 8), stream: rng.chance(0.5) }
-  let value = mutate(rng, template)
+  const value = mutate(rng, template)
   // a mutation may name a cost (num_predict, a long context): keep this family cheap, the costly one is apart
   if (typeof value === 'object' && value !== null && 'options' in value) (value as Record<string, unknown>).options = mutate(rng, options(rng))
   const opts = (value as { options?: Record<string, unknown> } | null)?.options

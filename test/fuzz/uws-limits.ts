@@ -70,7 +70,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
   },
   {
     surface: 'http',
-    keys: ['mutation/forwarded'],
+    keys: ['mutation/forwarded', 'host/forwarded', 'control-bytes/forwarded'],
     does: 'removes non-ASCII bytes at either end of a header value before lb sees it (`Content-Length: 5\\xd6` reads as 5)',
     readme: '| non-ASCII bytes at either end of a header value |',
     when: (b) => /: [\x80-\xff]|[\x80-\xff]\r\n/.test(head(b)),
@@ -81,9 +81,26 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
     keys: ['te-te/unanswered', 'cl-te/unanswered', 'te-cl/unanswered', 'cl-cl/unanswered', 'mutation/unanswered', 'chunk-size/unanswered'],
     does: 'a second request in the same read behind one lb forwards (pipelining): the connection is closed without an answer, the second never forwarded',
     readme: '| pipelining (RFC 9112 §9.3.2)',
-    when: () => true,
-    // nginx answered both requests; lb neither, and closed
-    outcome: (got) => /^lb: no status line, then closed .*; nginx: status \d+, \d+ /.test(got),
+    // two request lines: the second behind the first one's head and body
+    when: (b) => (b.toString('latin1').match(/ HTTP\/1\.[01]\r\n/g) ?? []).length >= 2,
+    // nginx answered (one or both); lb neither, and closed
+    outcome: (got) => /^lb: no status line, then closed .*; nginx: status \d+/.test(got),
+  },
+  {
+    surface: 'http',
+    keys: ['host/forwarded', 'header-syntax/forwarded', 'mutation/forwarded'],
+    does: 'strips spaces and tabs around a header value (RFC 9110 §5.5: they are not part of it): `Host: a\\t` is routed and forwarded as `a`',
+    readme: '| spaces or tabs around a header value',
+    when: (b) => /:[^\r\n]*[ \t]\r\n/.test(head(b)),
+    outcome: (got) => got.startsWith('lb: status 200'),
+  },
+  {
+    surface: 'http',
+    keys: ['garbage/silent'],
+    does: 'waits for the end of the request line, whatever its first bytes: bytes without a line end get no answer until the header time-out (~30 s)',
+    readme: '| bytes without a line end',
+    when: (b) => !b.includes(0x0a),
+    outcome: silent,
   },
   {
     surface: 'ws',

@@ -47,7 +47,7 @@ test('every problem is reported with its key path', () => {
 
 test('relative paths resolve against the config folder; model names are canonical', () => {
   const c = new Checker()
-  const g = checkGeneration(c, { socket: '/run/x.sock', models_dir: 'models', ollama_models: 'store', models: { 'Stories': 'm/s.gguf', 'x:7b': '/abs.gguf' } }, 'generation', '/srv/lb')
+  const g = checkGeneration(c, { socket: '/run/x.sock', models_dir: 'models', ollama_models: 'store', models: { Stories: 'm/s.gguf', 'x:7b': '/abs.gguf' } }, 'generation', '/srv/lb')
   assert.deepEqual(c.problems, [])
   assert.equal(g.socket, '/run/x.sock')
   assert.equal(g.modelsDir, '/srv/lb/models')

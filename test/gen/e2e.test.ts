@@ -29,7 +29,9 @@ hostile = "${HOSTILE}"
 const routes = (web: string, gen: string | null): string => `
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
-${gen === null ? '' : `
+${gen === null
+? ''
+: `
 [routers.api]
 rule = "PathPrefix(\`/api/\`)"
 service = "gen"
@@ -64,7 +66,7 @@ test('through the balancer, the service as a unix-socket upstream', async (t) =>
   const r = await undiciRequest(`${lb.url}/api/generate`, {
     method: 'POST', signal: ac.signal, body: JSON.stringify({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 1900 } }),
   })
-  for await (const chunk of r.body) { void chunk; break }
+  await r.body[Symbol.asyncIterator]().next() // the first chunk: generation has begun
   ac.abort()
   let cancelled = false
   for (let i = 0; i < 250 && !cancelled; i++) {

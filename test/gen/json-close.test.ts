@@ -89,3 +89,12 @@ test('format "json": any prefix of an object closes into an object', () => {
   c.push('  {"k": 12e')
   assert.equal(c.closing(), '0}')
 })
+
+test('a key named after an Object.prototype member is an ordinary key of the schema', () => {
+  const schema = { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: { type: 'string' } }
+  for (const key of ['constructor', '__proto__', 'toString']) {
+    const c = new JsonCloser(schema)
+    c.push(`{"${key}": "x`)
+    assert.deepEqual(Object.keys(JSON.parse(`{"${key}": "x` + c.closing())), [key])
+  }
+})

@@ -26,7 +26,7 @@ describe('basicAuth config validation', () => {
     assert.match(problems(oneMiddleware('type = "basicAuth"')), /middlewares\.m\.users: expected at least one "user:hash" in users or users_file, found nothing/)
     assert.match(problems(oneMiddleware('type = "basicAuth"\nusers_file = "nope.htpasswd"')),
       /middlewares\.m\.users_file: cannot read \/etc\/lb\/nope\.htpasswd: ENOENT/)
-    const line = readFileSync(USERS, 'utf8').split('\n')[0]
+    const line = readFileSync(USERS, 'utf8').split('\n')[0] ?? ''
     assert.match(problems(oneMiddleware(`type = "basicAuth"\nusers = ["${line.replaceAll('$', '\\u0024')}"]\nusers_file = "${USERS}"`)),
       /users_file: .*users\.htpasswd line 1: user "alice" is defined twice/)
     assert.match(problems(oneMiddleware(`type = "basicAuth"\nusers_file = "${USERS}"\nrealm = "a\\"b"`)), /middlewares\.m\.realm: expected printable ASCII without " or \\, found "a\\"b"/)

@@ -98,8 +98,7 @@ describe('compress through the balancer', () => {
       else if (url === '/svg') send(PAGE, { 'content-type': 'image/svg+xml' })
       else if (url === '/vary') send(PAGE, { 'content-type': 'text/plain', vary: 'Origin' })
       else if (url === '/no-transform') send(PAGE, { 'content-type': 'text/plain', 'cache-control': 'public, no-transform' })
-      else if (url === '/empty') { res.writeHead(204); res.end() }
-      else if (url === '/big' || url === '/big-chunked') {
+      else if (url === '/empty') { res.writeHead(204); res.end() } else if (url === '/big' || url === '/big-chunked') {
         // written with backpressure, in 64 KiB pieces; chunked when no length is declared
         res.writeHead(200, url === '/big' ? { 'content-type': 'text/plain', 'content-length': String(BIG.length) } : { 'content-type': 'text/plain' })
         let off = 0

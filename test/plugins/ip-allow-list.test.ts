@@ -10,7 +10,7 @@ describe('ipAllowList config validation', () => {
     assert.match(problems(oneMiddleware('type = "ipAllowList"\nsource_range = ["10.0.0.0/8", "10.0.0.300", "fe80::/129"]')),
       /middlewares\.m\.source_range\[1\]: expected an IPv4 or IPv6 address or CIDR .*found "10\.0\.0\.300"[\s\S]*middlewares\.m\.source_range\[2\]: .*found "fe80::\/129"/)
     assert.match(problems(oneMiddleware('type = "ipAllowList"')), /middlewares\.m\.source_range: expected a non-empty list of addresses or CIDRs \(required\), found nothing/)
-    assert.match(problems(`[entrypoints.web]\naddress = "127.0.0.1:8080"\n[services.status]\nkind = "status"\nallow = ["localhost"]\n`),
+    assert.match(problems('[entrypoints.web]\naddress = "127.0.0.1:8080"\n[services.status]\nkind = "status"\nallow = ["localhost"]\n'),
       /services\.status\.allow\[0\]: expected an IPv4 or IPv6 address or CIDR/)
   })
 })

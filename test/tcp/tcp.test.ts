@@ -249,7 +249,7 @@ test('every TCP session is access-logged when it ends: 200 with its bytes, 502 w
   assert.deepEqual(tcpLines.map((l) => l.status), [200, 502, 503])
   assert.deepEqual(
     { ...tcpLines[0], time: undefined, duration_ms: undefined },
-    { time: undefined, duration_ms: undefined, protocol: 'tcp', client: '127.0.0.1', entrypoint: 'db', status: 200, bytes_in: 5, bytes_out: 7, service: 'echo', server: 's1' },
+    { time: undefined, duration_ms: undefined, protocol: 'tcp', client: '127.0.0.1', entrypoint: 'db', status: 200, bytes_in: 5, bytes_out: 7, service: 'echo', server: 's1' }
   )
   assert.equal(typeof tcpLines[0]!.duration_ms, 'number')
   assert.equal(tcpLines[1]!.server, 's1')

@@ -33,6 +33,7 @@ export function pathProblem (raw: string): string | null {
   if (UNRESERVED_ESCAPE.test(path)) return `escaped unreserved character left in the forwarded path ${JSON.stringify(path)}`
   if (/%(?:[a-f][0-9A-Fa-f]|[0-9A-F][a-f])/.test(path)) return `lower-case escape in the forwarded path ${JSON.stringify(path)}`
   if (AMBIGUOUS.test(path)) return `ambiguous escape forwarded in the path ${JSON.stringify(path)}`
+  // eslint-disable-next-line no-control-regex -- control bytes are what this looks for
   if (/[\\\x00-\x20\x7f-\xff]/.test(path)) return `raw control, space, backslash or non-ASCII byte forwarded in the path ${JSON.stringify(path)}`
   return null
 }
