@@ -7,11 +7,11 @@
 // why tls-alpn-01 cannot work (no ALPN in this uWS build).
 import { strict as assert } from 'node:assert'
 import { spawnSync } from 'node:child_process'
-import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, CLI, type Lb, ROOT, freePort, request, startBackend, tempDir } from '../helpers.js'
+import { type Backend, CLI, type Lb, ROOT, freePort, request, startBackend, startLb, tempDir } from '../helpers.js'
 import { type AdminLb, json, requireTool, restartLb, startAdminLb, waitLog } from '../admin/util.js'
 import { type Certs, fingerprint, makeCerts, sClient } from './certs.js'
 import { type Pebble, planPebble, stopDns } from './pebble.js'
@@ -294,6 +294,19 @@ describe('renewal of a short-lived certificate (RSA 2048 key)', { timeout: 120_0
     const out = sClient(lb.port, ['-servername', 'a.lb.test', '-alpn', 'acme-tls/1'])
     assert.match(out, /No ALPN negotiated/)
   })
+})
+
+test('a damaged storage file is set aside (renamed .bad-<time>) and reported; lb serves the default certificate meanwhile', async (t) => {
+  const dir = tempDir()
+  writeFileSync(join(dir, 'acme-pebble.json'), '{"format": 1, "ca_server": ')
+  const port = await freePort()
+  const lb = await startLb(`[global]\nworkers = 2\naccess_log = "off"\nstate_dir = "${dir}"\n` +
+    lbToml(certs, port, backend.address, resolverToml({ directory: `https://127.0.0.1:${await freePort()}/dir`, caCertificate: certs.ca } as Pebble)))
+  t.after(() => lb.stop())
+  await waitLog(lb, /"code":"LB_ERR_ACME_STORAGE"/)
+  assert.match(lb.log(), new RegExp(`certificate resolver pebble: storage file ${join(dir, 'acme-pebble.json')} is unusable: .*JSON.*; renamed to ${join(dir, 'acme-pebble.json')}\\.bad-\\d+`))
+  assert.equal(readdirSync(dir).filter((f) => f.startsWith('acme-pebble.json.bad-')).length, 1)
+  assert.equal((await peer(lb.port, 'a.lb.test')).fingerprint, fingerprint(certs.server.cert))
 })
 
 describe('lb check', () => {
