@@ -18,6 +18,9 @@ export const ERRORS = {
   // TLS, WebSocket, TCP (core/worker/listeners.ts, ws-proxy.ts, tcp-proxy.ts)
   LB_ERR_TLS: { status: 0, message: 'entry point {entrypoint}: cannot use its TLS certificates ({reason})' },
   LB_ERR_WS_BACKPRESSURE: { status: 0, message: 'WebSocket closed with 1013: more than {limit} bytes from the client waited for a slow server' },
+  // ACME certificate resolvers (core/acme)
+  LB_ERR_ACME: { status: 0, message: 'certificate resolver {resolver}: cannot obtain a certificate for {domains} ({reason}); retrying in {retry}' },
+  LB_ERR_ACME_STORAGE: { status: 0, message: 'certificate resolver {resolver}: storage file {file} is unusable: {reason}' },
   // management surfaces (core/admin)
   LB_ERR_ADMIN_LISTEN: { status: 0, message: 'cannot listen on {address} ({surface}): {reason}' },
   LB_ERR_ADMIN_STATE: { status: 0, message: 'config API state file {file} is unusable: {reason}' },

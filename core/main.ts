@@ -17,11 +17,12 @@ import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
+import { AcmeManager } from './acme/manager.js'
 import { loadUws } from './worker/http.js'
 import { type GenerationService, startGeneration } from './gen/service.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
-const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation'] as const
+const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation', 'certificatesResolvers'] as const
 
 export interface Running {
   /** the configuration applied now */
@@ -76,6 +77,9 @@ export async function run (configPath: string): Promise<Running> {
   }
   const health = new HealthChecker(shm, log)
   health.update(config, slots)
+  // ACME certificates: taken from storage or ordered now, in the background (until then the default certificate serves)
+  const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
+  void acme.update(config)
   log.info('started', {
     config: config.file,
     workers: config.global.workers,
@@ -107,6 +111,7 @@ export async function run (configPath: string): Promise<Running> {
       if (errors.length > 0) log.error('some workers rejected the configuration', { errors })
       config = next
       health.update(config, slots)
+      void acme.update(config)
       log.info('configuration applied', { generation })
       return errors
     })
@@ -134,6 +139,7 @@ export async function run (configPath: string): Promise<Running> {
       await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
       health.close()
+      acme.close()
       const cut = await supervisor.drain(config.global.drainTimeoutMs)
       if (cut > 0) log.warn('drain_timeout reached: requests cut', { cut, drain_timeout_ms: config.global.drainTimeoutMs })
       await gen?.close()
@@ -142,7 +148,7 @@ export async function run (configPath: string): Promise<Running> {
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name) })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme })
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

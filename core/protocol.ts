@@ -12,6 +12,33 @@ export interface Slots {
   readonly routers: Readonly<Record<string, number>>
 }
 
+/** A certificate of an ACME resolver as workers serve it by SNI (core/acme/manager.ts writes the files). */
+export interface AcmeCert {
+  readonly hosts: readonly string[]
+  /** the https entry points whose routers asked for it */
+  readonly entrypoints: readonly string[]
+  /** absolute paths of the PEM chain and key (uWS reads files) */
+  readonly cert: string
+  readonly key: string
+  /** differs for every certificate issued for these hosts (its serial number): a new one is swapped in */
+  readonly version: string
+}
+
+/** An http-01 challenge in progress: GET /.well-known/acme-challenge/<token> on `entrypoint` answers keyAuthorization. */
+export interface AcmeChallenge {
+  readonly entrypoint: string
+  readonly keyAuthorization: string
+}
+
+/** Everything ACME workers serve; sent whole on every change. */
+export interface AcmeState {
+  readonly certs: readonly AcmeCert[]
+  /** token → challenge */
+  readonly tokens: Readonly<Record<string, AcmeChallenge>>
+}
+
+export const NO_ACME: AcmeState = Object.freeze({ certs: [], tokens: {} })
+
 export interface WorkerData {
   readonly index: number
   readonly workers: number
@@ -19,10 +46,13 @@ export interface WorkerData {
   readonly generation: number
   readonly config: Config
   readonly slots: Slots
+  readonly acme: AcmeState
 }
 
 export type ToWorker =
   | { readonly type: 'config', readonly generation: number, readonly config: Config, readonly slots: Slots }
+  /** the ACME certificates and challenge answers to serve from now on; acknowledged with 'acme-applied' */
+  | { readonly type: 'acme', readonly seq: number, readonly state: AcmeState }
   /** stop accepting, let requests in flight finish for `timeoutMs`, cut those left (503), then exit 0 */
   | { readonly type: 'drain', readonly timeoutMs: number }
 
@@ -30,6 +60,7 @@ export type FromWorker =
   | { readonly type: 'ready', readonly index: number }
   | { readonly type: 'applied', readonly index: number, readonly generation: number }
   | { readonly type: 'rejected', readonly index: number, readonly generation: number, readonly message: string }
+  | { readonly type: 'acme-applied', readonly index: number, readonly seq: number }
   | { readonly type: 'fatal', readonly index: number, readonly message: string }
   /** the drain deadline passed with `count` requests (and tunnels) still open: they were cut */
   | { readonly type: 'cut', readonly index: number, readonly count: number }

@@ -7,6 +7,7 @@ import type { Logger } from '../log.js'
 import type { PluginStatus } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
+import type { CertificateStatus, OrderCounts } from '../acme/manager.js'
 
 export interface AdminCore {
   readonly configPath: string
@@ -21,6 +22,11 @@ export interface AdminCore {
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore
+  /** the ACME resolvers' certificates and order counts (core/acme/manager.ts); absent = none */
+  readonly certificates?: {
+    status (): CertificateStatus[]
+    counts (): ReadonlyMap<string, OrderCounts>
+  }
   /** a middleware's runtime status as its instances report it (PluginEnv.setStatus); null or absent = not reported */
   readonly middlewareStatus?: (name: string) => { status: PluginStatus, message: string } | null
 }

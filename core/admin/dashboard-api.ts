@@ -89,6 +89,8 @@ export function runtimeView (ctx: AdminContext, config: Config): RuntimeView {
       service: sp === 'file' ? r.service : `${r.service}@${sp}`,
       rule: r.rule,
       ...(r.priority !== 0 ? { priority: r.priority } : {}),
+      // Traefik's router tls: the resolver and the extra names (its domains[].main/sans)
+      ...(r.tls !== null ? { tls: { certResolver: r.tls.certResolver, ...(r.tls.domains.length > 0 ? { domains: [{ main: r.tls.domains[0], sans: r.tls.domains.slice(1) }] } : {}) } } : {}),
       status: 'enabled',
       using: [...r.entrypoints],
       name: `${r.name}@file`,
@@ -200,6 +202,8 @@ export function dashboardApi (ctx: AdminContext): Surface {
     r('/api/udp/services/{id}', 'one UDP service', (req) => one([], req.params.id!, 'service')),
     r('/api/entrypoints', 'entry points', (req) => list(req, entrypoints(ctx.config()))),
     r('/api/entrypoints/{id}', 'one entry point', (req) => one(entrypoints(ctx.config()), req.params.id!, 'entry point')),
+    r('/api/certificates', 'ACME certificates: resolver, names, status, issuer, expiry, renewal, failures (lb\'s own; Traefik has none)',
+      (req) => list(req, (ctx.certificates?.status() ?? []).map((c) => ({ ...c, name: `${c.domains[0] ?? ''}@${c.resolver}` })))),
     r('/api/overview', 'counts per kind, features, providers', () => {
       const v = view()
       const zero = { total: 0, warnings: 0, errors: 0 }

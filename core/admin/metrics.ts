@@ -205,6 +205,12 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('gauge', 'lb_config_last_reload_timestamp_seconds', 'Unix time of the last reload attempt (0 = none).', [], () => one(Atomics.load(shm.i32, H_LAST_RELOAD_SEC)))
   pull('gauge', 'lb_config_version', 'Configuration version of the config API (+1 per write).', [], () => one(ctx.store.version))
   pull('gauge', 'lb_config_generation', 'Dynamic configuration generation applied in the workers (+1 per reload or API write).', [], () => one(ctx.generation()))
+  pull('counter', 'lb_acme_orders_total', 'ACME orders (new certificates and renewals) by resolver and outcome (success, failure).', ['resolver', 'outcome'],
+    () => [...(ctx.certificates?.counts() ?? [])].flatMap(([resolver, n]): Array<[Labels, number]> => [[{ resolver, outcome: 'success' }, n.success], [{ resolver, outcome: 'failure' }, n.failure]]))
+  pull('gauge', 'lb_acme_certificate_expiry_timestamp_seconds', 'Unix time at which each ACME certificate expires, by resolver and subject name (absent until one is obtained).', ['resolver', 'domain'],
+    () => (ctx.certificates?.status() ?? []).filter((c) => c.notAfter !== '').map((c): [Labels, number] => [{ resolver: c.resolver, domain: c.domains[0]! }, Date.parse(c.notAfter) / 1000]))
+  pull('gauge', 'lb_acme_certificate_failures', 'Failed ACME orders in a row for each certificate (0 once one succeeds), by resolver and subject name.', ['resolver', 'domain'],
+    () => (ctx.certificates?.status() ?? []).map((c): [Labels, number] => [{ resolver: c.resolver, domain: c.domains[0]! }, c.failures]))
   pull('gauge', 'lb_workers', 'Data-plane worker threads.', [], () => one(shm.workers))
 
   let genAttached = false

@@ -7,11 +7,12 @@
 // it, rename it over the old one, fsync the folder. A kill -9 at any moment
 // leaves either the old or the new file, never a torn one, and a write is
 // acknowledged to the client only after its rename is durable.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DEFAULTS } from '../config/defaults.js'
 import { type Table, resolvePath } from '../config/check.js'
 import { lbError } from '../errors.js'
+import { writeFileAtomic } from '../atomic-file.js'
 
 export const STATE_FORMAT = 1
 
@@ -61,28 +62,7 @@ export function readState (path: string): ApiState {
 
 /** Atomically replaces the state file (see the header comment). */
 export function writeState (path: string, state: ApiState): void {
-  mkdirSync(dirname(path), { recursive: true })
-  const tmp = `${path}.tmp-${process.pid}`
-  const text = JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n'
-  const fd = openSync(tmp, 'w', 0o600)
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  try {
-    renameSync(tmp, path)
-  } catch (err) {
-    try { unlinkSync(tmp) } catch { /* already gone */ }
-    throw err
-  }
-  const dir = openSync(dirname(path), 'r')
-  try {
-    fsyncSync(dir)
-  } finally {
-    closeSync(dir)
-  }
+  writeFileAtomic(path, JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n')
 }
 
 /** The parsed TOML with `state` applied: API backends replace or remove [services.NAME]. */

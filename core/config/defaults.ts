@@ -91,6 +91,14 @@ export const DEFAULTS = {
     metrics: false, // Prometheus /metrics
     insecure: false, // true = no authentication on this listener (Traefik api.insecure); else [admin] users/tokens
   },
+  // ACME certificate resolvers ([certificates_resolvers.NAME.acme], core/config/acme.ts, core/acme/)
+  acme: {
+    caServer: 'https://acme-v02.api.letsencrypt.org/directory', // Let's Encrypt production (Traefik's default too)
+    storage: 'acme.json', // relative to global.state_dir; JSON, mode 0600, replaced atomically
+    keyType: 'EC256', // certificate keys: EC P-256; or RSA2048, RSA4096
+    // renew this long before expiry; 0 = the default rule: 30 days, or a third of the lifetime when that is shorter
+    renewBeforeMs: 0,
+  },
   runtimeSocket: {
     enabled: false, // HAProxy-style runtime command socket
     path: 'lb.sock', // relative to global.state_dir; created with mode 0600

@@ -6,6 +6,7 @@ import { DEFAULTS } from './defaults.js'
 import { type Rule, parseRule } from './rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
+import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
@@ -65,6 +66,8 @@ export interface RouterConf {
   readonly entrypoints: readonly string[]
   readonly middlewares: readonly string[]
   readonly service: string
+  /** certificates from an ACME resolver for the rule's hosts; null = none */
+  readonly tls: RouterTlsConf | null
 }
 
 export interface MiddlewareConf {
@@ -182,7 +185,7 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
   const out: RouterConf[] = []
   for (const [name, v] of Object.entries(t)) {
     const p = join('routers', name)
-    const r = c.table(v, p, ['rule', 'priority', 'entrypoints', 'middlewares', 'service'])
+    const r = c.table(v, p, ['rule', 'priority', 'entrypoints', 'middlewares', 'service', 'tls'])
     const rule = c.string(r, 'rule', p)
     let ast: Rule = { op: 'pathPrefix', values: ['/'] }
     if (rule !== '') {
@@ -198,7 +201,7 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
     for (const m of mws) if (!middlewares.some((x) => x.name === m)) c.problems.push(`${join(p, 'middlewares')}: unknown middleware ${JSON.stringify(m)}`)
     const service = c.string(r, 'service', p)
     if (service !== '' && !services.some((s) => s.name === service)) c.problems.push(`${join(p, 'service')}: unknown service ${JSON.stringify(service)}`)
-    out.push({ name, rule, ast, priority: c.int(r, 'priority', p, DEFAULTS.router.priority, 0, 1_000_000), entrypoints: eps, middlewares: mws, service })
+    out.push({ name, rule, ast, priority: c.int(r, 'priority', p, DEFAULTS.router.priority, 0, 1_000_000), entrypoints: eps, middlewares: mws, service, tls: checkRouterTls(c, r.tls, join(p, 'tls')) })
   }
   return out
 }

@@ -11,6 +11,7 @@ import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin,
 import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
 import type { GenerationConf } from './generation.js'
+import { type AcmeResolverConf, checkResolvers, checkRouterResolvers } from './acme.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -27,6 +28,8 @@ export interface Config {
   readonly dashboard: DashboardConf
   readonly runtimeSocket: RuntimeSocketConf
   readonly generation: GenerationConf
+  /** ACME certificate resolvers (static: a change needs a restart) */
+  readonly certificatesResolvers: readonly AcmeResolverConf[]
 }
 
 /**
@@ -46,7 +49,7 @@ export interface ConfigSections {
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation']
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers']
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
 export function buildConfig (raw: unknown, file: string, sections: ConfigSections): Config {
@@ -63,6 +66,8 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const middlewares = checkMiddlewares(c, top.middlewares, baseDir, global.pluginsDir, sections.plugin)
   // routers serve the HTTP entry points (http, https); a tcp entry point forwards to its service
   const routers = checkRouters(c, top.routers, entrypoints.filter((e) => e.protocol !== 'tcp').map((e) => e.name), services, middlewares)
+  const certificatesResolvers = checkResolvers(c, top.certificates_resolvers, entrypoints, global.stateDir, baseDir)
+  checkRouterResolvers(c, routers, certificatesResolvers, entrypoints)
   const admin = checkAdmin(c, top.admin, global.stateDir)
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
@@ -71,7 +76,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers })
 }
 
 /**

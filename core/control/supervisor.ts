@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
 import type { PluginStatus } from '../plugin.js'
-import type { FromWorker, Slots, ToWorker, WorkerData } from '../protocol.js'
+import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
 
@@ -14,6 +14,8 @@ const WORKER_URL = new URL('../worker/main.js', import.meta.url)
 const BACKOFF_MIN_MS = 100
 const BACKOFF_MAX_MS = 10_000
 const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
+/** a worker that has not applied an ACME state within this is not waited for (it gets the state when it restarts) */
+const ACME_ACK_MS = 5_000
 const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by itself within this is stuck
 
 interface Slot {
@@ -35,6 +37,10 @@ export class Supervisor {
   /** latest middleware status by "name\0worker index" (PluginEnv.setStatus) */
   readonly #status = new Map<string, { generation: number, status: PluginStatus, message: string }>()
   readonly #pending = new Map<number, { resolve: (errors: string[]) => void, waiting: Set<number>, errors: string[] }>()
+  /** what workers serve for ACME now; a (re)started worker gets it in its workerData */
+  #acme: AcmeState = NO_ACME
+  #acmeSeq = 0
+  readonly #acmePending = new Map<number, { resolve: () => void, waiting: Set<number> }>()
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
@@ -52,7 +58,7 @@ export class Supervisor {
 
   #spawn (index: number): Promise<void> {
     const slot = this.#slots[index]!
-    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap }
+    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme }
     const w = new Worker(WORKER_URL, { workerData: data })
     slot.worker = w
     slot.startedAt = Date.now()
@@ -70,6 +76,9 @@ export class Supervisor {
             break
           case 'cut':
             this.#cut += m.count
+            break
+          case 'acme-applied':
+            this.#acmeSettle(m.seq, index)
             break
           case 'status':
             this.#status.set(`${m.middleware}\u0000${index}`, { generation: m.generation, status: m.status, message: m.message })
@@ -89,6 +98,7 @@ export class Supervisor {
         slot.worker = null
         clearGauges(this.#shm, index) // its requests died with it; counters stay
         for (const p of this.#pending.values()) if (p.waiting.delete(index) && p.waiting.size === 0) p.resolve(p.errors)
+        for (const [seq] of this.#acmePending) this.#acmeSettle(seq, index)
         if (this.#stopping) return
         if (!ready) return // start-up failure: reported through the promise
         this.#log.error('worker exited; restarting', { worker: index, code })
@@ -96,7 +106,7 @@ export class Supervisor {
         const delay = slot.backoffMs
         slot.backoffMs = Math.min(BACKOFF_MAX_MS, slot.backoffMs * 2)
         setTimeout(() => {
-          if (!this.#stopping) this.#spawn(index).catch((err: Error) => this.#log.error('worker restart failed', { worker: index, error: err.message }))
+          if (!this.#stopping) this.#spawn(index).then(() => this.#log.info('worker restarted', { worker: index })).catch((err: Error) => this.#log.error('worker restart failed', { worker: index, error: err.message }))
         }, delay).unref()
       })
     })
@@ -145,6 +155,34 @@ export class Supervisor {
       }
       this.#pending.set(generation, { resolve, waiting: new Set(live.map(([, i]) => i)), errors: [] })
       for (const [w] of live) this.#send(w!, { type: 'config', generation, config, slots })
+    })
+  }
+
+  #acmeSettle (seq: number, index: number): void {
+    const p = this.#acmePending.get(seq)
+    if (p === undefined || !p.waiting.delete(index) || p.waiting.size > 0) return
+    this.#acmePending.delete(seq)
+    p.resolve()
+  }
+
+  /**
+   * Hands every worker the ACME certificates and challenge answers to serve;
+   * resolves once each live worker applied it (at most ACME_ACK_MS: the CA is
+   * told to validate only after this, so every worker must know the answer).
+   */
+  publishAcme (state: AcmeState): Promise<void> {
+    this.#acme = state
+    const seq = ++this.#acmeSeq
+    const live = this.#slots.map((s, i) => [s.worker, i] as const).filter(([w]) => w !== null)
+    if (live.length === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#acmePending.delete(seq)
+        resolve()
+      }, ACME_ACK_MS)
+      timer.unref()
+      this.#acmePending.set(seq, { resolve: () => { clearTimeout(timer); resolve() }, waiting: new Set(live.map(([, i]) => i)) })
+      for (const [w] of live) this.#send(w!, { type: 'acme', seq, state })
     })
   }
 

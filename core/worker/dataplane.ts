@@ -31,6 +31,7 @@ import { checkRequest } from './request-check.js'
 import { checkHost } from './request-host.js'
 import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
+import { acmeAnswer } from './acme-challenge.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -188,6 +189,12 @@ export class DataPlane implements ExchangeHost {
     const badHost = checkHost(ctx)
     if (badHost !== '') {
       this.error(ctx, client, 'LB_ERR_BAD_HOST', { reason: badHost })
+      return
+    }
+    // an ACME http-01 challenge of an order in progress: answered before routing (redirects, middlewares)
+    const challenge = ctx.method === 'GET' ? acmeAnswer(ctx.entrypoint, path) : null
+    if (challenge !== null) {
+      this.#answer(ctx, client, 200, TEXT, challenge)
       return
     }
     // an entry point this generation does not have (a connection accepted before a reload removed it) routes nowhere

@@ -4,22 +4,19 @@
 // streams bodies with tryEnd/onWritable (known length) or write (chunked) with
 // backpressure reported to the caller. It also starts the TLS apps (SSLApp,
 // SNI) and hands WebSocket upgrades and events to the data plane through the
-// interfaces of ws-client.ts. What needs no uWS lives beside it: the client
-// state (client-state.ts), head text and uWS's framing bytes (response-head.ts),
-// the staging of whole bodies (body-staging.ts), the reading of request
-// headers (request-read.ts), listen options (listen-options.ts), and where the
-// binary is (uws-support.ts).
+// interfaces of ws-client.ts. What needs no uWS lives beside it (client-state,
+// response-head, body-staging, request-read, listen-options, uws-support).
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
 import { join } from 'node:path'
-import type { AppOptions, HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_listen_socket, us_socket_context_t } from 'uWebSockets.js'
 import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { ClientState } from './client-state.js'
 import { STAGING, stage } from './body-staging.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
-import { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter } from './listen-options.js'
+import { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter, sslOptions } from './listen-options.js'
 import { expectsBody, peerText, proxiedText, readHeader } from './request-read.js'
 import { UWS_NO_LENGTH, headText, uwsLength } from './response-head.js'
 import { nativeBuild, unsupported } from './uws-support.js'
@@ -240,18 +237,14 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
 
 /**
  * A WebSocket this thread holds open to itself, only ever corked: the way
- * around a bug of this uWS build. An upgrade made after the upgrade handler
- * returned (ours wait for the server's 101) must run in res.cork (else uWS
- * warns per call), and HttpResponse::cork, once its callback returns, reads
- * the HTTP state of a socket that upgrade() has just turned into a WebSocket,
- * reallocated in place: when those bytes happen to say "Connection: close", it
- * closes the new WebSocket at once (the client sees 101, then 1006; 2 of 16
- * runs of test/ws/ws.test.ts; fixed in uWebSockets PR #1929, not in
- * uWebSockets.js 20.57). While another socket of the loop is corked, res.cork
- * skips its own corking and that check, and still counts as corked for the
- * warning: so upgrades run inside corkAnchor.cork(), their few writes uncorked
- * (some syscalls per upgrade, not per message). null until started or if the
- * anchor closed: upgrades then take the plain path.
+ * around a bug of this uWS build. A late upgrade (ours wait for the server's
+ * 101) must run in res.cork, and HttpResponse::cork, once its callback returns,
+ * reads the HTTP state of the socket upgrade() just reallocated as a WebSocket:
+ * bytes that happen to say "Connection: close" close it at once (101, then
+ * 1006; fixed in uWebSockets PR #1929, not in uWebSockets.js 20.57). While
+ * another socket of the loop is corked, res.cork skips that check: so upgrades
+ * run inside corkAnchor.cork(), their few writes uncorked. null until started
+ * or if the anchor closed: upgrades then take the plain path.
  */
 let corkAnchor: WebSocket<unknown> | null = null
 let anchorStarted: Promise<void> | null = null
@@ -327,11 +320,6 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
   return ctx
 }
 
-/** uSockets options for one certificate: it sets the TLS 1.2 minimum itself (TLS 1.0/1.1 handshakes fail). */
-function sslOptions (cert: string, key: string, ciphers: string): AppOptions {
-  return { cert_file_name: cert, key_file_name: key, ssl_ciphers: ciphers }
-}
-
 /**
  * Starts a uWS app for one entry point. Every request is copied into a Ctx and
  * handed to `handler`; so is every WebSocket upgrade request, with a client
@@ -345,10 +333,6 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   const tls = opts.tls
   if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
   const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
-  if (tls !== null) {
-    // per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default
-    for (const s of tls.sni) for (const h of s.hosts) app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
-  }
   apps.push(app)
   const proxied = opts.proxied
   const conns = opts.conns
@@ -362,33 +346,49 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
       else if (!conns.open()) res.close() // over global.max_connections; its -1 follows at once
     })
   }
-  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const ctx = readRequest(req, res, entrypoint, proto, proxied)
-    new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', ctx.asksClose, sent).serve(handler, ctx)
-  })
-  if (opts.wsMaxMessage > 0) {
-    app.ws<WsUserData>('/*', {
-      compression: uws.DISABLED,
-      maxPayloadLength: opts.wsMaxMessage, // a bigger client message: uWS closes the connection at once (no close frame)
-      maxBackpressure: 0, // 0 = never drop a send: ws-proxy.ts pauses the server's socket instead
-      idleTimeout: 0, // ws-proxy.ts runs the idle time-out (any duration, graceful 1001; uWS's: >= 8 s, abrupt)
-      sendPingsAutomatically: false, // automatic pings would keep an idle session open for ever
-      upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
-        const ctx = readRequest(req, res, entrypoint, proto, proxied)
-        // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
-        const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-        new UwsClient(res, expectsBody(ctx), false, ctx.asksClose, sent, ws).serve(handler, ctx)
-      },
-      open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
-      message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
-      drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
-      close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
-        conns?.close()
-        ws.getUserData().session.onClose(code, reason)
-      },
-      ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
-      pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
+  // the routes of one router: the app's own, or one SNI name's (see below)
+  const routes = (): void => {
+    app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+      const ctx = readRequest(req, res, entrypoint, proto, proxied)
+      new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', ctx.asksClose, sent).serve(handler, ctx)
     })
+    if (opts.wsMaxMessage > 0) {
+      app.ws<WsUserData>('/*', {
+        compression: uws.DISABLED,
+        maxPayloadLength: opts.wsMaxMessage, // a bigger client message: uWS closes the connection at once (no close frame)
+        maxBackpressure: 0, // 0 = never drop a send: ws-proxy.ts pauses the server's socket instead
+        idleTimeout: 0, // ws-proxy.ts runs the idle time-out (any duration, graceful 1001; uWS's: >= 8 s, abrupt)
+        sendPingsAutomatically: false, // automatic pings would keep an idle session open for ever
+        upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+          const ctx = readRequest(req, res, entrypoint, proto, proxied)
+          // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
+          const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
+          new UwsClient(res, expectsBody(ctx), false, ctx.asksClose, sent, ws).serve(handler, ctx)
+        },
+        open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
+        message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),
+        drain: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onDrain(),
+        close: (ws: WebSocket<WsUserData>, code: number, reason: ArrayBuffer) => {
+          conns?.close()
+          ws.getUserData().session.onClose(code, reason)
+        },
+        ping: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPing(data),
+        pong: (ws: WebSocket<WsUserData>, data: ArrayBuffer) => ws.getUserData().session.onPong(data),
+      })
+    }
+  }
+  routes()
+  if (tls !== null) {
+    // Per-host certificates: uWS picks by SNI, exact names and "*.domain" (one label); others get the default.
+    // A connection whose SNI matched a name is routed by that name's own router (uWS's domain()), empty
+    // until given the routes: without them uWS closed every request on it unanswered.
+    for (const s of tls.sni) {
+      for (const h of s.hosts) {
+        app.addServerName(h, sslOptions(s.cert, s.key, tls.ciphers))
+        app.domain(h)
+        routes()
+      }
+    }
   }
   return new Promise((resolve) => {
     const done = (token: us_listen_socket | false): void => resolve(token === false ? null : { close: () => uws.us_listen_socket_close(token) })

@@ -33,3 +33,8 @@ export interface ListenOptions {
 }
 
 export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null, sent: null })
+
+/** uSockets options for one certificate (uWS's AppOptions): it sets the TLS 1.2 minimum itself (TLS 1.0/1.1 handshakes fail). */
+export function sslOptions (cert: string, key: string, ciphers: string): { cert_file_name: string, key_file_name: string, ssl_ciphers: string } {
+  return { cert_file_name: cert, key_file_name: key, ssl_ciphers: ciphers }
+}

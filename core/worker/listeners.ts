@@ -31,7 +31,7 @@ import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
 import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { WorkerData } from '../protocol.js'
+import type { AcmeCert, WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Connections } from './connections.js'
 import { SentBytes } from './sent-bytes.js'
@@ -39,6 +39,7 @@ import type { DataPlane } from './dataplane.js'
 import { type Listener, type RequestHandler, PLAIN, listenHttp, type loadUws } from './http.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls-terminator.js'
+import { acmeKey, withAcme } from './acme-sni.js'
 
 type Uws = ReturnType<typeof loadUws>
 
@@ -71,6 +72,9 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
+  /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
+  #acme: readonly AcmeCert[]
+  readonly #acmeKeys = new Map<string, string>()
   #listening = false
   #refreshing: Promise<void> = Promise.resolve()
 
@@ -86,6 +90,7 @@ export class EntryPoints {
     this.#dp = dp
     this.#log = log
     this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
+    this.#acme = data.acme.certs
   }
 
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
@@ -134,6 +139,12 @@ export class EntryPoints {
     }
   }
 
+  /** Serves these ACME certificates from now on (core/acme/manager.ts); resolves once new handshakes get them. */
+  setAcme (certs: readonly AcmeCert[]): Promise<void> {
+    this.#acme = certs
+    return this.refreshTls()
+  }
+
   /** null: the entry point is not hosted by this worker. */
   async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
     const address = `${ep.host}:${ep.port}`
@@ -146,8 +157,9 @@ export class EntryPoints {
     }
     let tls = null
     let print = ''
+    const acme = acmeKey(ep, this.#acme)
     if (ep.protocol === 'https') {
-      tls = ep.tls!
+      tls = withAcme(ep, this.#acme)
       try {
         print = tlsFingerprint(tls) // read before uWS reads the files: a change in between is seen next time
       } catch (err) {
@@ -163,6 +175,7 @@ export class EntryPoints {
     }
     if (l === null) failed()
     if (print !== '') this.#prints.set(ep.name, print)
+    this.#acmeKeys.set(ep.name, acme)
     return l
   }
 
@@ -190,7 +203,8 @@ export class EntryPoints {
       if (isMtls(ep) && this.#worker !== 0) continue
       try {
         const print = tlsFingerprint(ep.tls!)
-        if (print === this.#prints.get(ep.name)) continue
+        // the files changed, or the ACME certificates (acme-sni.ts; never on mTLS entry points: lb check refuses them)
+        if (print === this.#prints.get(ep.name) && acmeKey(ep, this.#acme) === (this.#acmeKeys.get(ep.name) ?? '')) continue
         const terminator = this.#terminators.get(ep.name)
         if (terminator !== undefined) terminator.refresh()
         else if (this.#listening) { // in worker 0 every mTLS entry point has a terminator (start())

@@ -15,6 +15,7 @@ import { loadPluginModules } from '../../plugins/index.js'
 import { type StatusSink, retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws } from './http.js'
 import { EntryPoints } from './listeners.js'
+import { setAcmeTokens } from './acme-challenge.js'
 import { cutExchanges } from './proxy.js'
 import { openSessions } from './tcp-proxy.js'
 
@@ -51,6 +52,7 @@ async function main (): Promise<void> {
 
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
+  setAcmeTokens(data.acme.tokens)
   await entrypoints.start()
 
   port.on('message', (msg: ToWorker) => {
@@ -72,6 +74,12 @@ async function main (): Promise<void> {
           .catch((err: unknown) => {
             post({ type: 'rejected', index: data.index, generation: msg.generation, message: (err as Error).message })
           })
+        break
+      case 'acme':
+        // what the control plane's ACME resolvers obtained (served by SNI) and the http-01 answers due
+        setAcmeTokens(msg.state.tokens)
+        // certificate files uWS cannot use are logged there (LB_ERR_TLS) and the entry point keeps what it served
+        void entrypoints.setAcme(msg.state.certs).then(() => post({ type: 'acme-applied', index: data.index, seq: msg.seq }))
         break
       case 'drain': {
         entrypoints.unlisten()

@@ -114,6 +114,14 @@ ${routes(backend.address)}`)
     assert.equal((await handshake(lb.port, {})).peer, fingerprint(certs.server.cert))
   })
 
+  test('requests on a connection whose SNI chose a tls.sni certificate are routed (uWS routes those by the name\'s own router)', async () => {
+    for (const servername of ['other.test', 'a.wild.test']) {
+      const r = await get(lb.port, '/sni', { servername, headers: { host: servername }, ca: readPem(certs.ca) })
+      assert.equal(r.status, 200, servername)
+      assert.equal(JSON.parse(r.body).url, '/sni')
+    }
+  })
+
   test('requests are proxied with X-Forwarded-Proto https; the certificate verifies against the CA', async () => {
     const r = await get(lb.port, '/x?y=1', { ca: readPem(certs.ca) })
     assert.equal(r.status, 200)
