@@ -8,7 +8,7 @@ import { unwritablePaths } from './config/paths.js'
 import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
-import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
+import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON, createShm } from './shm/layout.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
 import { loadStartConfig } from './admin/state-start.js'
@@ -18,10 +18,11 @@ import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
 import { loadUws } from './worker/http.js'
+import type { Cluster } from './cluster/index.js'
 import { type GenerationService, startGeneration } from './gen/service.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
-const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation'] as const
+const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation', 'cluster'] as const
 
 export interface Running {
   /** the configuration applied now */
@@ -58,9 +59,11 @@ export async function run (configPath: string): Promise<Running> {
   // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
   const limits = config.limits
   const caps = chooseCapacities(limits, config)
-  const shm = createShm(config.global.workers, caps)
+  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON)
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
+  // cluster mode: loaded only with [cluster] (no Redis client otherwise); Redis may be down, the node starts anyway
+  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only
@@ -137,12 +140,13 @@ export async function run (configPath: string): Promise<Running> {
       const cut = await supervisor.drain(config.global.drainTimeoutMs)
       if (cut > 0) log.warn('drain_timeout reached: requests cut', { cut, drain_timeout_ms: config.global.drainTimeoutMs })
       await gen?.close()
+      await cluster?.close()
       log.info('stopped')
     })()
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, cluster: () => cluster?.status() ?? null })
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

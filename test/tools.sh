@@ -14,6 +14,7 @@ want systemd-analyze systemd         # systemd-analyze verify conf/lb.service
 want haproxy haproxy                 # show info / show stat beside a real HAProxy
 want hatop hatop                     # hatop on the runtime socket
 want tmux tmux                       # the terminal hatop runs in
+want redis-server redis-server       # the cluster tests' Redis (test/cluster)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

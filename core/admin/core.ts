@@ -6,6 +6,7 @@ import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
+import type { ClusterView } from '../cluster/status.js'
 
 export interface AdminCore {
   readonly configPath: string
@@ -20,4 +21,6 @@ export interface AdminCore {
   /** process start, ms since the epoch */
   readonly startedAt: number
   readonly store: ConfigStore
+  /** [cluster] state (core/cluster); null without [cluster] */
+  readonly cluster: ClusterView
 }

@@ -11,6 +11,7 @@ import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin,
 import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
 import type { GenerationConf } from './generation.js'
+import { type ClusterConf, checkCluster } from './cluster.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -27,6 +28,8 @@ export interface Config {
   readonly dashboard: DashboardConf
   readonly runtimeSocket: RuntimeSocketConf
   readonly generation: GenerationConf
+  /** [cluster]; null = a single node (no Redis) */
+  readonly cluster: ClusterConf | null
 }
 
 /**
@@ -46,7 +49,7 @@ export interface ConfigSections {
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation']
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'cluster']
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
 export function buildConfig (raw: unknown, file: string, sections: ConfigSections): Config {
@@ -66,12 +69,13 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const admin = checkAdmin(c, top.admin, global.stateDir)
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
+  const cluster = checkCluster(c, top.cluster, baseDir)
   c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
   if (c.problems.length > 0) {
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, cluster })
 }
 
 /**
