@@ -146,7 +146,7 @@ export async function run (configPath: string): Promise<Running> {
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, cluster: () => cluster?.status() ?? null })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, cluster: () => cluster?.status() ?? null }, cluster?.config ?? null)
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

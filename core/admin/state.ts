@@ -46,15 +46,20 @@ export function readState (path: string): ApiState {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_STATE
     throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: (err as Error).message })
   }
+  return parseState(text, path)
+}
+
+/** A state from its JSON text (the state file's format); `source` names where it came from in the error. */
+export function parseState (text: string, source: string): ApiState {
   let v: unknown
   try {
     v = JSON.parse(text)
   } catch (err) {
-    throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: (err as Error).message })
+    throw lbError('LB_ERR_ADMIN_STATE', { file: source, reason: (err as Error).message })
   }
   if (!isTable(v) || v.format !== STATE_FORMAT || !Number.isInteger(v.version) || !isTable(v.backends) ||
     Object.values(v.backends).some((b) => b !== null && !isTable(b))) {
-    throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: `not a format ${STATE_FORMAT} state file` })
+    throw lbError('LB_ERR_ADMIN_STATE', { file: source, reason: `not a format ${STATE_FORMAT} state file` })
   }
   return { version: v.version as number, backends: v.backends as Record<string, Table | null> }
 }
@@ -63,7 +68,7 @@ export function readState (path: string): ApiState {
 export function writeState (path: string, state: ApiState): void {
   mkdirSync(dirname(path), { recursive: true })
   const tmp = `${path}.tmp-${process.pid}`
-  const text = JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n'
+  const text = stateText(state)
   const fd = openSync(tmp, 'w', 0o600)
   try {
     writeSync(fd, text)
@@ -83,6 +88,11 @@ export function writeState (path: string, state: ApiState): void {
   } finally {
     closeSync(dir)
   }
+}
+
+/** The JSON text of a state (the state file's, and the cluster's in Redis). */
+export function stateText (state: ApiState): string {
+  return JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n'
 }
 
 /** The parsed TOML with `state` applied: API backends replace or remove [services.NAME]. */

@@ -58,3 +58,29 @@ export async function runScript (redis: Redis, script: string, keys: readonly st
     return await redis.eval(script, keys.length, ...keys, ...args)
   }
 }
+
+/**
+ * KEYS[1] the config hash; ARGV expected version, new version, state JSON,
+ * node, channel. Compare-and-set of the cluster-wide config version: stores
+ * and announces the new state when the stored version is still the expected
+ * one (or there is none); returns 0, else the stored version.
+ */
+export const CONFIG_CAS = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if v ~= 0 and v ~= tonumber(ARGV[1]) then return v end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3], 'node', ARGV[4])
+redis.call('PUBLISH', ARGV[5], ARGV[2])
+return 0`
+
+/**
+ * KEYS[1] the config hash; ARGV version, state JSON, node, channel. A node's
+ * copy goes in when Redis holds none or an older one (Redis restarted empty):
+ * the newest copy among the nodes wins. Returns the version stored before.
+ */
+export const CONFIG_SEED = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if v < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2], 'node', ARGV[3])
+  redis.call('PUBLISH', ARGV[4], ARGV[1])
+end
+return v`
