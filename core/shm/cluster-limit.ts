@@ -24,5 +24,7 @@ export function clusterLimit (i32: Int32Array, x: number, ka: number, periodMs: 
   i32[x + CX_PERIOD] = periodMs
   if (Atomics.load(i32, CLUSTER_BASE + CLH_UP) === 0) return Math.ceil(limit / nodes)
   const synced = i32[x + CX_SYNCED]!
-  return synced + Math.floor((limit - i32[x + CX_OTHERS]! - synced) / nodes)
+  // rounded up: a source seen by one node only still gets to the limit, at the cost of at most
+  // one request per node over it when all nodes meet the limit within the same sync interval
+  return synced + Math.ceil((limit - i32[x + CX_OTHERS]! - synced) / nodes)
 }

@@ -4,35 +4,20 @@
 // success, one 409), and a node started while Redis is down starts from its
 // local copy and catches up when Redis is back.
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { type AdminLb, restartLb, send } from '../admin/util.js'
-import { type Backend, startBackend } from '../helpers.js'
-import { startNode, until } from './nodes.js'
-import { type RedisServer, redisBinary, startRedis } from './redis.js'
+import { clusterFixture, until } from './nodes.js'
 
 const CFG = '/v2/services/lb/configuration'
 
 const version = async (n: AdminLb): Promise<number> => Number((await send('GET', `${n.admin}${CFG}/version`)).body.trim())
 
 describe('cluster: the config API state lives in Redis', () => {
-  let redis: RedisServer | null = null
-  let backend: Backend
-  const nodes: AdminLb[] = []
-  before(async (t) => {
-    const bin = redisBinary(t as never)
-    if (bin === null) return
-    redis = await startRedis(bin)
-    backend = await startBackend('web')
-    for (const name of ['a', 'b', 'c']) nodes.push(await startNode(backend, redis.url, name))
-  })
-  after(async () => {
-    for (const n of nodes) await n.lb.stop()
-    await backend?.close()
-    await redis?.stop()
-  })
+  const f = clusterFixture()
+  const nodes = f.nodes
 
   test('a backend written on node a is on b and c within 1 s, with the same version', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
+    if (f.redis === null) return t.skip('no redis-server')
     const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
     const r = await send('POST', `${a.admin}${CFG}/backends?version=1`, { name: 'api1' })
     assert.equal(r.status, 201, r.body)
@@ -46,7 +31,7 @@ describe('cluster: the config API state lives in Redis', () => {
   })
 
   test('the same version written on two nodes at once: one 201, one 409', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
+    if (f.redis === null) return t.skip('no redis-server')
     const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
     for (const n of nodes) await until('version 2 everywhere', async () => await version(n) === 2)
     const [rb, rc] = await Promise.all([
@@ -67,8 +52,8 @@ describe('cluster: the config API state lives in Redis', () => {
   })
 
   test('a node started while Redis is down starts from its local copy, refuses writes with 503, catches up when Redis is back', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
-    const r = redis
+    if (f.redis === null) return t.skip('no redis-server')
+    const r = f.redis
     assert.equal(await nodes[2]!.lb.stop(), 0)
     await r.kill()
     const c = await restartLb(nodes[2]!)

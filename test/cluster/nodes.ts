@@ -1,8 +1,10 @@
 // lb nodes of one cluster for the cluster tests: each a real balancer (2
 // workers) with the config API, dashboard API, /metrics and runtime socket,
 // a rate-limited route and a [cluster] section pointing at the test's Redis.
+import { after, before } from 'node:test'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import type { Backend } from '../helpers.js'
+import { type Backend, startBackend } from '../helpers.js'
+import { type RedisServer, redisBinary, startRedis } from './redis.js'
 
 /** The [middlewares.rl] of every node: 100 requests per 10 s over the whole cluster. */
 export const WINDOW = `[middlewares.rl]
@@ -60,4 +62,29 @@ export async function until (what: string, f: () => Promise<boolean> | boolean, 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
+}
+
+export interface ClusterFixture {
+  /** null when redis-server is missing (the tests skip) */
+  redis: RedisServer | null
+  readonly nodes: AdminLb[]
+}
+
+/** Registers before/after hooks in the calling suite: a Redis, a backend and nodes a, b, c; everything stopped after. */
+export function clusterFixture (): ClusterFixture {
+  const f: ClusterFixture = { redis: null, nodes: [] }
+  let backend: Backend | null = null
+  before(async (t) => {
+    const bin = redisBinary(t as never)
+    if (bin === null) return
+    f.redis = await startRedis(bin)
+    backend = await startBackend('web')
+    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, f.redis.url, name))
+  })
+  after(async () => {
+    for (const n of f.nodes) await n.lb.stop()
+    await backend?.close()
+    await f.redis?.stop()
+  })
+  return f
 }

@@ -3,11 +3,10 @@
 // falls back to each node's share while Redis is gone and resumes by itself;
 // a node that dies leaves the membership within its TTL.
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { type AdminLb, json, sock } from '../admin/util.js'
-import { type Backend, type Reply, request, sleep, startBackend } from '../helpers.js'
-import { startNode, until } from './nodes.js'
-import { type RedisServer, redisBinary, startRedis } from './redis.js'
+import { type Reply, request, sleep } from '../helpers.js'
+import { clusterFixture, until } from './nodes.js'
 
 /** `n` requests from `from`, round robin over `nodes`, one every `gapMs`; the replies in order. */
 async function spread (nodes: AdminLb[], n: number, gapMs: number, from: string): Promise<Reply[]> {
@@ -30,24 +29,11 @@ async function metric (a: AdminLb, name: string): Promise<number> {
 }
 
 describe('cluster: rate limits and membership over Redis', () => {
-  let redis: RedisServer | null = null
-  let backend: Backend
-  const nodes: AdminLb[] = []
-  before(async (t) => {
-    const bin = redisBinary(t as never)
-    if (bin === null) return
-    redis = await startRedis(bin)
-    backend = await startBackend('web')
-    for (const name of ['a', 'b', 'c']) nodes.push(await startNode(backend, redis.url, name))
-  })
-  after(async () => {
-    for (const n of nodes) await n.lb.stop()
-    await backend?.close()
-    await redis?.stop()
-  })
+  const f = clusterFixture()
+  const nodes = f.nodes
 
   test('every node sees the three nodes: show cluster, /api/overview, /metrics', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
+    if (f.redis === null) return t.skip('no redis-server')
     for (const n of nodes) await until('3 live nodes', async () => /^Nodes: 3$/m.test(await sock(n.sock, 'show cluster')))
     const out = await sock(nodes[0]!.sock, 'show cluster')
     assert.match(out, /^Node: a$/m)
@@ -62,7 +48,7 @@ describe('cluster: rate limits and membership over Redis', () => {
   })
 
   test('150 requests in 10 s spread evenly over 3 nodes against 100 per 10 s: 100 ±5 admitted', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
+    if (f.redis === null) return t.skip('no redis-server')
     const rs = await spread(nodes, 150, 66, '127.0.0.11')
     assert.deepEqual(rs.filter((r) => r.status !== 200 && r.status !== 429), [], 'only 200 and 429')
     const admitted = ok(rs)
@@ -75,8 +61,8 @@ describe('cluster: rate limits and membership over Redis', () => {
   })
 
   test('Redis SIGKILLed under traffic: no failed request, each node on its share, then the cluster limit resumes', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
-    const r = redis
+    if (f.redis === null) return t.skip('no redis-server')
+    const r = f.redis
     // steady traffic from another source all along
     let stop = false
     const during: Reply[] = []
@@ -111,7 +97,7 @@ describe('cluster: rate limits and membership over Redis', () => {
   })
 
   test('a node killed leaves the membership within its TTL', async (t) => {
-    if (redis === null) return t.skip('no redis-server')
+    if (f.redis === null) return t.skip('no redis-server')
     for (const n of nodes) await until('3 live nodes', async () => /^Nodes: 3$/m.test(await sock(n.sock, 'show cluster')))
     const killedAt = Date.now()
     await nodes[2]!.lb.stop('SIGKILL')
