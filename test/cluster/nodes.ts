@@ -47,6 +47,9 @@ url = "${redisUrl}"
 node = "${name}"
 sync_interval = "100ms"
 node_ttl = "1500ms"
+# the default 50 ms is for a real network; on a test machine shared with other work a loaded
+# Redis may take longer, and these tests are about the cluster, not about a slow Redis
+max_wait = "1s"
 ${o.cluster ?? ''}
 `
 }
