@@ -8,7 +8,7 @@ import { unwritablePaths } from './config/paths.js'
 import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
-import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, createShm } from './shm/layout.js'
+import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON, createShm } from './shm/layout.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/state.js'
 import { loadStartConfig } from './admin/state-start.js'
@@ -19,10 +19,11 @@ import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
 import { AcmeManager } from './acme/manager.js'
 import { loadUws } from './worker/http.js'
+import type { Cluster } from './cluster/index.js'
 import { type GenerationService, startGeneration } from './gen/service.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
-const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation', 'certificatesResolvers'] as const
+const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation', 'certificatesResolvers', 'cluster'] as const
 
 export interface Running {
   /** the configuration applied now */
@@ -59,9 +60,11 @@ export async function run (configPath: string): Promise<Running> {
   // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
   const limits = config.limits
   const caps = chooseCapacities(limits, config)
-  const shm = createShm(config.global.workers, caps)
+  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON)
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
+  // cluster mode: loaded only with [cluster] (no Redis client otherwise); Redis may be down, the node starts anyway
+  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only
@@ -143,12 +146,13 @@ export async function run (configPath: string): Promise<Running> {
       const cut = await supervisor.drain(config.global.drainTimeoutMs)
       if (cut > 0) log.warn('drain_timeout reached: requests cut', { cut, drain_timeout_ms: config.global.drainTimeoutMs })
       await gen?.close()
+      await cluster?.close()
       log.info('stopped')
     })()
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme })
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null }, cluster?.config ?? null)
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

@@ -18,6 +18,8 @@ export type { Shm } from './shm/layout.js'
 export type { Ctx, Reply } from './worker/context.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
 export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
+// the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window
+export { type ClusterTable, clusterTable, countClusterRefusal } from './shm/cluster-table.js'
 // the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
 export { sumGlobal, sumServer } from './shm/counters.js'
 // authentication: htpasswd entries and a bounded cache of verdicts

@@ -15,10 +15,18 @@
 // source is the client address, or X-Forwarded-For from trusted proxies only
 // (core/net/source.ts). Entries expire 30 s after their last use (the seed's
 // stick table "expire 30s"), or later when the algorithm needs their state longer.
-import { type Checker, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, RateTable, SOURCE_KEYS, checkSource, compileSource, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
+//
+// scope = "cluster" (slidingWindow): the limit holds over every node of the
+// [cluster] together (docs/cluster.md). The request path stays on shared
+// memory, in the cluster table; the control plane exchanges the counts with
+// Redis every sync_interval (core/cluster/rate-sync.ts). Without [cluster]
+// the table is absent and the limit counts on this node alone.
+import { type Checker, type ClusterTable, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, RateTable, SOURCE_KEYS, checkSource, clusterTable, compileSource, countClusterRefusal, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
 export type Algorithm = typeof ALGORITHMS[number]
+export const SCOPES = ['local', 'cluster'] as const
+export type Scope = typeof SCOPES[number]
 
 /** Seed: stick-table entries expire 30 s after their last use. */
 export const ENTRY_TTL_MS = 30_000
@@ -39,9 +47,11 @@ export interface RateLimitConf {
   /** leakyBucket: pass burst requests at once instead of delaying them to the rate */
   readonly nodelay: boolean
   readonly source: SourceConf
+  /** local: this node's workers; cluster: every node of [cluster] (slidingWindow only) */
+  readonly scope: Scope
 }
 
-const COMMON_KEYS = ['algorithm', ...SOURCE_KEYS]
+const COMMON_KEYS = ['algorithm', 'scope', ...SOURCE_KEYS]
 const KEYS: Record<Algorithm, readonly string[]> = {
   tokenBucket: [...COMMON_KEYS, 'average', 'period', 'burst'],
   leakyBucket: [...COMMON_KEYS, 'rate', 'burst', 'nodelay'],
@@ -76,6 +86,8 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
   // keys are checked against the chosen algorithm's only when the algorithm itself is valid
   if (t.algorithm === undefined || (ALGORITHMS as readonly unknown[]).includes(t.algorithm)) c.table(t, path, KEYS[algorithm])
   const source = checkSource(c, t, path)
+  const scope = c.oneOf(t, 'scope', path, SCOPES, 'local')
+  if (scope === 'cluster' && algorithm !== 'slidingWindow') c.problem(join(path, 'scope'), '"local" for this algorithm ("cluster" is available with algorithm = "slidingWindow")', t.scope)
   switch (algorithm) {
     case 'slidingWindow':
       return {
@@ -86,6 +98,7 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         burst: 0,
         nodelay: false,
         source,
+        scope,
       }
     case 'leakyBucket':
       return {
@@ -96,13 +109,14 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         burst: c.int(t, 'burst', path, 0, 0, MAX_BURST),
         nodelay: c.bool(t, 'nodelay', path, false),
         source,
+        scope,
       }
     case 'tokenBucket': {
       const average = c.int(t, 'average', path, undefined, 1, 1_000_000_000)
       const periodMs = checkPeriod(c, t, path, 1000)
       const ratePerSec = (average * 1000) / periodMs
       if (ratePerSec > MAX_RATE) c.problem(join(path, 'average'), `at most ${MAX_RATE} requests per second over the period`, average)
-      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source }
+      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source, scope }
     }
   }
 }
@@ -137,6 +151,21 @@ function seeds (name: string, algorithm: Algorithm): [number, number] {
   return [hasher.a, fmix32(hasher.b + 0x9e3779b9)]
 }
 
+/** slidingWindow over the cluster table: the same counting, the limit split with the other nodes (core/shm/cluster-limit.ts). */
+function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, periodMs: number, limit: number, ttl: number) {
+  const { table, cx } = cluster
+  return {
+    onRequest (ctx: Ctx): Verdict {
+      hashSource(ctx, sourceOf(ctx))
+      const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl, cx)
+      if (r === 0) return NEXT
+      countClusterRefusal(i32)
+      ctx.reply = tooMany(-r)
+      return HANDLED
+    },
+  }
+}
+
 function delay (ms: number): Promise<Verdict> {
   return new Promise((resolve) => setTimeout(resolve, ms, NEXT))
 }
@@ -152,6 +181,8 @@ export default definePlugin<RateLimitConf>({
     if (conf.algorithm === 'slidingWindow') {
       const { periodMs, limit } = conf
       const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, 2 * periodMs))
+      const cluster = conf.scope === 'cluster' ? clusterTable(env.shm.i32) : null
+      if (cluster !== null) return clusterWindow(cluster, env.shm.i32, sourceOf, seedA, seedB, periodMs, limit, ttl)
       return {
         onRequest (ctx) {
           hashSource(ctx, sourceOf(ctx))

@@ -15,6 +15,7 @@ want haproxy haproxy                 # show info / show stat beside a real HAPro
 want hatop hatop                     # hatop on the runtime socket
 want tmux tmux                       # the terminal hatop runs in
 want pebble pebble                   # Let's Encrypt's test CA (and pebble-challtestsrv) for the ACME tests
+want redis-server redis-server       # the cluster tests' Redis (test/cluster)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

@@ -11,6 +11,7 @@ import { bumpServiceState, setAdminState } from '../shm/server-state.js'
 import type { AdminContext } from './context.js'
 import { ALL_STATS, type StatFilter, showInfo, showServersState, showStat } from './haproxy-stats.js'
 import { showSess } from './show-sess.js'
+import { showCluster } from './show-cluster.js'
 
 /** Output lines of one command, without the terminating empty line (commands never print an empty line). */
 export type Output = string[]
@@ -95,6 +96,10 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['show', 'sess'], usage: 'show sess', help: 'report the list of current client connections', mutates: false,
     handler: (ctx) => showSess(ctx),
+  },
+  {
+    words: ['show', 'cluster'], usage: 'show cluster', help: 'report this node, the live nodes of the cluster, Redis health and the last sync', mutates: false,
+    handler: (ctx) => showCluster(ctx),
   },
   {
     words: ['show', 'servers', 'state'], usage: 'show servers state [<backend>]', help: 'dump volatile server information for all known backends', mutates: false,

@@ -3,6 +3,14 @@
 // compute the new overlay, validate TOML + overlay as a whole config, persist
 // the state file atomically, then apply it to every worker. A write is
 // acknowledged only after it is durable and applied.
+//
+// In cluster mode (core/cluster/shared-config.ts) the version is the cluster's:
+// a write first catches up with Redis, then commits there with compare-and-set
+// before it is written locally, so the same version written on two nodes
+// succeeds once (the other gets 409). Writes of other nodes are pulled in and
+// applied here (#pull); the state file stays this node's local copy, from
+// which it starts when Redis is down. A write while Redis does not answer is
+// refused with 503: the cluster's version cannot be checked.
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import toml from 'toml'
@@ -10,7 +18,8 @@ import type { Table } from '../config/check.js'
 import { type Config, buildConfig } from '../configure.js'
 import { isLbError } from '../errors.js'
 import type { Logger } from '../log.js'
-import { type ApiState, applyState, readState, statePathFromRaw, writeState } from './state.js'
+import { type ApiState, applyState, parseState, readState, stateText, statePathFromRaw, writeState } from './state.js'
+import type { SharedConfig } from '../cluster/shared-config.js'
 
 /** An API error, mapped to HTTP by the caller: {code, message} as the Data Plane API. */
 export class ApiError extends Error {
@@ -39,8 +48,12 @@ export class ConfigStore {
   readonly #path: string
   #state: ApiState
   #queue: Promise<unknown> = Promise.resolve()
+  readonly #shared: SharedConfig | null
+  #pulling = false
+  /** a cluster version this node could not apply (logged once, not at every poll) */
+  #refused = 0
 
-  constructor (configPath: string, apply: (c: Config) => Promise<string[]>, fits: (c: Config) => string[], log: Logger) {
+  constructor (configPath: string, apply: (c: Config) => Promise<string[]>, fits: (c: Config) => string[], log: Logger, shared: SharedConfig | null = null) {
     this.#file = resolve(configPath)
     this.#apply = apply
     this.#fits = fits
@@ -48,6 +61,54 @@ export class ConfigStore {
     const raw = this.#readToml()
     this.#path = statePathFromRaw(raw, this.#file)
     this.#state = readState(this.#path)
+    this.#shared = shared
+    shared?.watch(() => { this.#pull() })
+  }
+
+  /** Catches up with the cluster's state (another node's write), or seeds Redis with this node's when it has an older one. */
+  #pull (): void {
+    const shared = this.#shared
+    if (shared === null || this.#pulling) return
+    this.#pulling = true
+    const run = this.#queue.then(async () => {
+      const remote = await shared.read()
+      const local = this.#state
+      if (remote === null || remote.version < local.version) await shared.seed({ version: local.version, text: stateText(local) })
+      else if (remote.version > local.version) await this.#adopt(remote.version, remote.text)
+    }).finally(() => { this.#pulling = false })
+    this.#queue = run.catch(() => undefined)
+  }
+
+  /** Applies the cluster's state `text` (version `version`) here: validated against this node's TOML, written locally, applied. */
+  async #adopt (version: number, text: string): Promise<void> {
+    let config: Config
+    let state: ApiState
+    try {
+      state = parseState(text, 'the cluster state in Redis')
+      config = buildConfig(applyState(this.#readToml(), state), this.#file)
+      const over = this.#fits(config)
+      if (over.length > 0) throw new Error(over.join('; '))
+    } catch (err) {
+      if (this.#refused !== version) this.#log.error('cluster: the configuration version written by another node cannot be applied on this node; this node stays on its own', { version, local_version: this.#state.version, error: (err as Error).message })
+      this.#refused = version
+      return
+    }
+    writeState(this.#path, state)
+    this.#state = state
+    const errors = await this.#apply(config)
+    if (errors.length > 0) this.#log.error('cluster configuration rejected by some workers', { errors })
+    this.#log.info('cluster: configuration of the cluster applied', { version })
+  }
+
+  /** The cluster's version, caught up with first; a Redis that does not answer is a 503. */
+  async #catchUp (shared: SharedConfig): Promise<void> {
+    let remote
+    try {
+      remote = await shared.read()
+    } catch (err) {
+      throw new ApiError(503, `the cluster's configuration lives in Redis, which does not answer (${(err as Error).message}); retry when it is back`)
+    }
+    if (remote !== null && remote.version > this.#state.version) await this.#adopt(remote.version, remote.text)
   }
 
   get version (): number { return this.#state.version }
@@ -135,6 +196,7 @@ export class ConfigStore {
    */
   update (version: number | undefined, change: (d: Draft) => void): Promise<{ version: number }> {
     const run = this.#queue.then(async () => {
+      if (this.#shared !== null) await this.#catchUp(this.#shared)
       const current = this.#state
       if (version !== undefined && version !== current.version) {
         throw new ApiError(409, `version mismatch: version in configuration file is ${current.version}, given version is ${version}`)
@@ -142,6 +204,7 @@ export class ConfigStore {
       const { raw, next } = this.#stage(current, change)
       // validated completely, capacities included, before anything is written: a write the workers cannot take never reaches the disk
       const config = this.#validate(raw, next)
+      if (this.#shared !== null) await this.#commit(this.#shared, current.version, next)
       writeState(this.#path, next)
       this.#state = next
       let errors: string[]
@@ -158,5 +221,16 @@ export class ConfigStore {
     })
     this.#queue = run.catch(() => undefined)
     return run
+  }
+
+  /** Compare-and-set in Redis: the one step that makes `next` the cluster's version. */
+  async #commit (shared: SharedConfig, expected: number, next: ApiState): Promise<void> {
+    let ok: boolean
+    try {
+      ok = await shared.commit(expected, { version: next.version, text: stateText(next) })
+    } catch (err) {
+      throw new ApiError(503, `the cluster's configuration lives in Redis, which does not answer (${(err as Error).message}); nothing was changed`)
+    }
+    if (!ok) throw new ApiError(409, `version mismatch: another node changed the configuration first; version ${expected} is outdated`)
   }
 }

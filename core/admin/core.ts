@@ -8,6 +8,7 @@ import type { PluginStatus } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
 import type { ConfigStore } from './config-store.js'
 import type { CertificateStatus, OrderCounts } from '../acme/manager.js'
+import type { ClusterView } from '../cluster/status.js'
 
 export interface AdminCore {
   readonly configPath: string
@@ -29,4 +30,6 @@ export interface AdminCore {
   }
   /** a middleware's runtime status as its instances report it (PluginEnv.setStatus); null or absent = not reported */
   readonly middlewareStatus?: (name: string) => { status: PluginStatus, message: string } | null
+  /** [cluster] state (core/cluster); null without [cluster] */
+  readonly cluster: ClusterView
 }

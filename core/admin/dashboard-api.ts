@@ -13,6 +13,7 @@ import { TEXT_ERRORS } from './dashboard-page.js'
 import type { Answer, Request, Route, Surface } from './http-server.js'
 import { serverUrl, serverView } from './server-view.js'
 import { goDuration, middlewareOptions, tcpRouters } from './traefik-view.js'
+import { clusterOverview } from './show-cluster.js'
 
 type Obj = Record<string, unknown>
 
@@ -216,6 +217,8 @@ export function dashboardApi (ctx: AdminContext): Surface {
           udp: { routers: zero, services: zero },
           features: { tracing: '', metrics: c.dashboard.metrics ? 'Prometheus' : '', accessLog: c.global.accessLog !== 'off' },
           providers: v.services.some((s) => s.provider === 'api') ? ['File', 'API'] : ['File'],
+          // lb's own: [cluster] (absent without it, so a single node's overview is Traefik's shape)
+          ...(ctx.cluster() === null ? {} : { cluster: clusterOverview(ctx) }),
         },
       }
     }),

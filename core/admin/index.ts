@@ -18,6 +18,7 @@ import type { GenStats } from '../gen/stats.js'
 import { type Metrics, createMetrics } from './metrics.js'
 import { closeRuntimeSocket, startRuntimeSocket } from './runtime-socket.js'
 import { Sampler } from './sampler.js'
+import type { SharedConfig } from '../cluster/shared-config.js'
 
 export interface Management {
   /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
@@ -27,8 +28,9 @@ export interface Management {
 
 export type Base = Omit<AdminContext, 'store' | 'sampler'>
 
-export async function startManagement (base: Base): Promise<Management> {
-  const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log)
+/** `shared`: the cluster's config state ([cluster]), or null for a single node. */
+export async function startManagement (base: Base, shared: SharedConfig | null = null): Promise<Management> {
+  const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log, shared)
   const sampler = new Sampler({ ...base, store })
   const ctx: AdminContext = { ...base, store, sampler }
   sampler.start()

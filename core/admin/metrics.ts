@@ -13,6 +13,7 @@ import {
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, routerRow, sumRequestRow, sumTimeBlock } from '../shm/request-stats.js'
 import type { GenStats } from '../gen/stats.js'
+import type { ClusterStatus } from '../cluster/status.js'
 import type { AdminCore } from './context.js'
 import { serverUrl, serverView } from './server-view.js'
 
@@ -212,6 +213,15 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('gauge', 'lb_acme_certificate_failures', 'Failed ACME orders in a row for each certificate (0 once one succeeds), by resolver and subject name.', ['resolver', 'domain'],
     () => (ctx.certificates?.status() ?? []).map((c): [Labels, number] => [{ resolver: c.resolver, domain: c.domains[0]! }, c.failures]))
   pull('gauge', 'lb_workers', 'Data-plane worker threads.', [], () => one(shm.workers))
+
+  // --- cluster ([cluster] only: no samples without it)
+  const cl = (f: (s: ClusterStatus) => number) => (): Array<[Labels, number]> => { const s = ctx.cluster(); return s === null ? [] : one(f(s)) }
+  pull('gauge', 'lb_cluster_nodes', 'Live nodes of the cluster (this one included) at the last heartbeat.', [], cl((s) => s.nodes.length))
+  pull('gauge', 'lb_cluster_redis_up', 'Whether this node reached Redis at its last command (1) or not (0: rate limits on the local share).', [], cl((s) => s.redisUp ? 1 : 0))
+  pull('gauge', 'lb_cluster_sync_seconds', 'Duration of the last rate-limit sync with Redis.', [], cl((s) => s.syncSeconds))
+  pull('gauge', 'lb_cluster_last_sync_timestamp_seconds', 'Unix time of the last successful rate-limit sync (0 = none).', [], cl((s) => s.lastSync / 1000))
+  pull('counter', 'lb_cluster_ratelimit_refusals_total', 'Requests refused by a cluster-scope rate limit, by how: with the cluster\'s counts or on the local share (Redis down).', ['decided'],
+    () => { const s = ctx.cluster(); return s === null ? [] : [[{ decided: 'cluster' }, s.refusedCluster], [{ decided: 'local' }, s.refusedLocal]] })
 
   let genAttached = false
   const attachGen = (stats: () => GenStats): void => {

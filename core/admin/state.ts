@@ -47,22 +47,32 @@ export function readState (path: string): ApiState {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_STATE
     throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: (err as Error).message })
   }
+  return parseState(text, path)
+}
+
+/** A state from its JSON text (the state file's format); `source` names where it came from in the error. */
+export function parseState (text: string, source: string): ApiState {
   let v: unknown
   try {
     v = JSON.parse(text)
   } catch (err) {
-    throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: (err as Error).message })
+    throw lbError('LB_ERR_ADMIN_STATE', { file: source, reason: (err as Error).message })
   }
   if (!isTable(v) || v.format !== STATE_FORMAT || !Number.isInteger(v.version) || !isTable(v.backends) ||
     Object.values(v.backends).some((b) => b !== null && !isTable(b))) {
-    throw lbError('LB_ERR_ADMIN_STATE', { file: path, reason: `not a format ${STATE_FORMAT} state file` })
+    throw lbError('LB_ERR_ADMIN_STATE', { file: source, reason: `not a format ${STATE_FORMAT} state file` })
   }
   return { version: v.version as number, backends: v.backends as Record<string, Table | null> }
 }
 
 /** Atomically replaces the state file (see the header comment). */
 export function writeState (path: string, state: ApiState): void {
-  writeFileAtomic(path, JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n')
+  writeFileAtomic(path, stateText(state))
+}
+
+/** The JSON text of a state (the state file's, and the cluster's in Redis). */
+export function stateText (state: ApiState): string {
+  return JSON.stringify({ format: STATE_FORMAT, version: state.version, backends: state.backends }, null, 2) + '\n'
 }
 
 /** The parsed TOML with `state` applied: API backends replace or remove [services.NAME]. */

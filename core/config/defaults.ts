@@ -103,4 +103,12 @@ export const DEFAULTS = {
     enabled: false, // HAProxy-style runtime command socket
     path: 'lb.sock', // relative to global.state_dir; created with mode 0600
   },
+  // [cluster] (core/config/cluster.ts): only when the section is present
+  cluster: {
+    prefix: 'lb:', // every Redis key of this cluster starts with it (several clusters on one Redis)
+    syncIntervalMs: 100, // rate-limit counts exchanged with Redis this often
+    maxWaitMs: 50, // a Redis command not answered within this counts as failed (Redis slow = Redis down)
+    nodeTtlMs: 3000, // a node that stops heartbeating leaves the membership after this
+    insecure: false, // true = allow plain-text redis:// to a non-loopback host
+  },
 } as const

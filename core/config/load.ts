@@ -12,6 +12,7 @@ import { capacityProblems, chooseCapacities } from './capacity.js'
 import { lbError } from '../errors.js'
 import type { GenerationConf } from './generation.js'
 import { type AcmeResolverConf, checkResolvers, checkRouterResolvers } from './acme.js'
+import { type ClusterConf, checkCluster } from './cluster.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -30,6 +31,8 @@ export interface Config {
   readonly generation: GenerationConf
   /** ACME certificate resolvers (static: a change needs a restart) */
   readonly certificatesResolvers: readonly AcmeResolverConf[]
+  /** [cluster]; null = a single node (no Redis) */
+  readonly cluster: ClusterConf | null
 }
 
 /**
@@ -49,7 +52,7 @@ export interface ConfigSections {
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers']
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster']
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
 export function buildConfig (raw: unknown, file: string, sections: ConfigSections): Config {
@@ -71,12 +74,13 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const admin = checkAdmin(c, top.admin, global.stateDir)
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
+  const cluster = checkCluster(c, top.cluster, baseDir)
   c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
   if (c.problems.length > 0) {
     const label = file === '' ? '<config>' : file
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers, cluster })
 }
 
 /**

@@ -36,7 +36,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 6
+export const LAYOUT_VERSION = 7
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -75,6 +75,7 @@ export const H_LAST_RELOAD_SEC = 9 // unix seconds of the last reload attempt (0
 export const H_CAP_SERVICES = 10 // Capacities, written by createShm, read by attachShm
 export const H_CAP_SERVERS = 11
 export const H_CAP_ROUTERS = 12
+export const H_CLUSTER_SETS = 13 // sets of the cluster rate table (0 = no [cluster]), written by createShm
 export const HEADER_WORDS = 16
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
@@ -134,6 +135,28 @@ export const SERVERS_BASE = HEADER_WORDS
 export let SERVICES_BASE = 0
 export let RATE_BASE = 0 // a multiple of 16 words: sets start on cache lines
 export let I32_WORDS = 0
+
+// The cluster region ([cluster] only; core/cluster), after the rate table: a
+// header, then a second rate table (same set format) holding the sources of
+// `scope = "cluster"` rate limits, then per-way extras that the control plane
+// fills at every sync with Redis. Sized 0 without [cluster].
+export const CLH_UP = 0 // 1 while Redis answers: cluster counts apply; 0 = each node its local share
+export const CLH_NODES = 1 // live nodes (this one included) at the last heartbeat, >= 1
+export const CLH_REFUSED_LOCAL = 2 // 429 decided on the local share (Redis down), Atomics.add
+export const CLH_REFUSED_CLUSTER = 3 // 429 decided with the cluster's counts, Atomics.add
+export const CLUSTER_HEADER_WORDS = 16
+// extras of way w of cluster set s, at CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
+export const CX_KA = 0 // KEY_A the extras below belong to (a way changing hands invalidates them)
+export const CX_OTHERS = 1 // the other nodes' window estimates, summed, at the last sync
+export const CX_SYNCED = 2 // this node's own estimate sent at the last sync
+export const CX_PERIOD = 3 // the entry's window (ms), written by the worker for the control plane
+export const CX_WORDS = 4
+/** sets of the cluster table when [cluster] is on: 16,384 sources */
+export const CLUSTER_SETS_ON = 2048
+export let CLUSTER_SETS = 0
+export let CLUSTER_BASE = 0
+export let CLUSTER_TABLE = 0
+export let CLUSTER_EXTRA = 0
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
@@ -218,14 +241,18 @@ export let STRIPE_WORDS = 0
 
 export const DEFAULT_CAPACITIES: Capacities = { services: 256, servers: 1024, routers: 256 }
 
-/** Sizes the regions for `caps` (see the `let` bindings above). */
-function setCapacities (caps: Capacities): void {
+/** Sizes the regions for `caps` and `clusterSets` (see the `let` bindings above). */
+function setCapacities (caps: Capacities, clusterSets = 0): void {
   MAX_SERVICES = caps.services
   MAX_SERVERS = caps.servers
   MAX_ROUTERS = caps.routers
   SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
   RATE_BASE = Math.ceil((SERVICES_BASE + MAX_SERVICES * SVC_WORDS) / 16) * 16
-  I32_WORDS = RATE_BASE + RATE_SETS * RATE_SET_WORDS
+  CLUSTER_SETS = clusterSets
+  CLUSTER_BASE = RATE_BASE + RATE_SETS * RATE_SET_WORDS
+  CLUSTER_TABLE = CLUSTER_BASE + CLUSTER_HEADER_WORDS
+  CLUSTER_EXTRA = CLUSTER_TABLE + clusterSets * RATE_SET_WORDS
+  I32_WORDS = clusterSets === 0 ? CLUSTER_BASE : CLUSTER_EXTRA + clusterSets * RATE_WAYS * CX_WORDS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
@@ -252,19 +279,21 @@ function f64Offset (): number {
 }
 
 /** Allocates and initialises the shared memory for `workers` data-plane workers (one per process: it sizes the layout). */
-export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES): Shm {
-  setCapacities(caps)
+export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES, clusterSets = 0): Shm {
+  setCapacities(caps, clusterSets)
   const stripes = workers + 1
   const buffer = new SharedArrayBuffer(f64Offset() + stripes * STRIPE_WORDS * 8)
   const i32 = new Int32Array(buffer, 0, HEADER_WORDS)
   i32[H_CAP_SERVICES] = caps.services
   i32[H_CAP_SERVERS] = caps.servers
   i32[H_CAP_ROUTERS] = caps.routers
+  i32[H_CLUSTER_SETS] = clusterSets
   const shm = attachShm(buffer, workers)
   shm.i32[H_MAGIC] = MAGIC
   shm.i32[H_VERSION] = LAYOUT_VERSION
   shm.i32[H_WORKERS] = workers
   shm.i32[H_LAST_RELOAD_OK] = 1
+  if (clusterSets > 0) shm.i32[CLUSTER_BASE + CLH_NODES] = 1
   return shm
 }
 
@@ -276,7 +305,7 @@ export function shmCapacities (shm: Shm): Capacities {
 /** Wraps an existing buffer (in a worker: sizes this thread's layout from its header); checks that both sides agree on the layout. */
 export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
   const header = new Int32Array(buffer, 0, HEADER_WORDS)
-  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! })
+  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! }, header[H_CLUSTER_SETS]!)
   const i32 = new Int32Array(buffer, 0, I32_WORDS)
   const f64 = new Float64Array(buffer, f64Offset())
   if (i32[H_MAGIC] !== 0 && (i32[H_MAGIC] !== MAGIC || i32[H_VERSION] !== LAYOUT_VERSION)) {

@@ -20,8 +20,9 @@
 // Units: ticks are wrapping milliseconds (core/clock.ts now()), compared with
 // ((a - b) | 0). Bucket levels are in 1/1000 of a request (nginx's "excess").
 import { threadId } from 'node:worker_threads'
+import { clusterLimit } from './cluster-limit.js'
 import {
-  RATE_BASE, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
+  CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
   RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
 } from './layout.js'
 
@@ -56,8 +57,10 @@ export class RateTable {
    * refused when the estimate including it exceeds `limit`. The estimate is
    * curr + prev × (share of the previous window still inside the sliding one).
    * Returns 0 (accepted) or -wait: ms until a request would be accepted again.
+   * With `cx` (the cluster table's extras, core/shm/layout.ts CLUSTER_EXTRA),
+   * `limit` is the cluster's and this node's part of it comes from clusterLimit.
    */
-  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number): number {
+  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number, cx = -1): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
@@ -80,13 +83,14 @@ export class RateTable {
     const curr = i32[d + RD_A]! + 1
     if (curr < 0x7fff_ffff) i32[d + RD_A] = curr
     const est = curr + Math.floor((prev * (periodMs - elapsed)) / periodMs)
+    if (cx >= 0) limit = clusterLimit(i32, cx + (((set - this.base) / RATE_SET_WORDS) * RATE_WAYS + (d - set - RS_DATA) / RATE_DATA_WORDS) * CX_WORDS, ka, periodMs, limit)
     let result = 0
     if (est > limit) {
       // earliest time a new request's estimate is back within the limit
       let wait: number
       if (prev > 0 && curr < limit) wait = Math.ceil(periodMs - ((limit - 1 - curr) * periodMs) / prev) - elapsed
       else wait = periodMs - elapsed + (curr >= limit ? Math.ceil((periodMs * (curr - limit + 1)) / curr) : 0)
-      result = -Math.max(1, wait)
+      result = -Math.min(periodMs, Math.max(1, wait))
     }
     i32[d + RD_SEEN] = now
     i32[d + RD_EXPIRE] = (now + ttlMs) | 0
@@ -177,6 +181,15 @@ export class RateTable {
     return d
   }
 
+  /** Takes the lock of the set at word `set` (the control plane, to read and write a set's entries as a whole). */
+  lockSet (set: number): void {
+    lock(this.i32, set + RS_LOCK)
+  }
+
+  unlockSet (set: number): void {
+    Atomics.store(this.i32, set + RS_LOCK, 0)
+  }
+
   /** Entries in use (not expired) now; for tests and the runtime socket, not for hot paths. */
   live (now: number): number {
     let n = 0
@@ -189,6 +202,23 @@ export class RateTable {
     }
     return n
   }
+}
+
+/**
+ * The sliding-window estimate of an entry's words (TICK, A = current, B =
+ * previous) at `now`, without changing them: what window() would count before
+ * adding a request. For readers outside the lock (the cluster sync).
+ */
+export function windowEstimate (tick: number, curr: number, prev: number, now: number, periodMs: number): number {
+  let elapsed = (now - tick) | 0
+  if (elapsed < 0) elapsed = 0
+  if (elapsed >= 2 * periodMs) return 0
+  if (elapsed >= periodMs) {
+    prev = curr
+    curr = 0
+    elapsed -= periodMs
+  }
+  return curr + Math.floor((prev * (periodMs - elapsed)) / periodMs)
 }
 
 function reset (i32: Int32Array, d: number, now: number): void {

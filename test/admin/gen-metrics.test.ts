@@ -29,7 +29,7 @@ test('metrics: generation service families once attached', async (t) => {
   const apply = async (): Promise<string[]> => []
   const fits = (): string[] => []
   const store = new ConfigStore(file, apply, fits, log)
-  const m = createMetrics({ configPath: file, config: () => config, generation: () => 1, shm, slots, log, apply, fits, startedAt: Date.now(), store })
+  const m = createMetrics({ configPath: file, config: () => config, generation: () => 1, shm, slots, log, apply, fits, startedAt: Date.now(), store, cluster: () => null })
   assert.doesNotMatch(await m.registry.metrics(), /lb_gen_/, 'no generation families before attachGen')
   const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0 }
   stats.requests.generate.ok = 5

@@ -1,0 +1,134 @@
+// The exchange of cluster-scope rate-limit counts with Redis, every
+// sync_interval, in one script call per batch (never a command per request).
+//
+// Each node publishes, for every live source of its cluster table, its own
+// sliding-window estimate (not a delta: a restarted Redis is whole again after
+// one round), and reads back the sum of the other nodes' estimates, which it
+// writes into the entry's extras (CX_OTHERS; CX_SYNCED = what it sent) for the
+// workers' next decisions (core/shm/cluster-limit.ts). An estimate of a node
+// that stops sending (dead, or cut from Redis) goes stale after node_ttl.
+import type { ClusterConf } from '../config/cluster.js'
+import { now } from '../clock.js'
+import {
+  CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_KA, CX_OTHERS, CX_PERIOD, CX_SYNCED, CX_WORDS,
+  RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RD_A, RD_B, RD_EXPIRE, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B,
+} from '../shm/layout.js'
+import { RateTable, windowEstimate } from '../shm/rate-table.js'
+import type { RedisHealth } from './health.js'
+import type { Redis } from './redis.js'
+import { RATE_SYNC, runScript } from './scripts.js'
+
+/** Sources per script call: bounds one call's time inside Redis (it blocks other clients while it runs). */
+const BATCH = 500
+
+export class RateSync {
+  readonly #redis: Redis
+  readonly #conf: ClusterConf
+  readonly #i32: Int32Array
+  readonly #health: RedisHealth
+  readonly #table: RateTable
+  #timer: NodeJS.Timeout | null = null
+  #running = false
+  /** ms since the epoch of the last successful sync (0 = none) */
+  lastSync = 0
+  /** seconds the last successful sync took, all batches */
+  lastSeconds = 0
+  /** sources sent at the last successful sync */
+  lastSources = 0
+
+  constructor (redis: Redis, conf: ClusterConf, i32: Int32Array, health: RedisHealth) {
+    this.#redis = redis
+    this.#conf = conf
+    this.#i32 = i32
+    this.#health = health
+    this.#table = new RateTable(i32, CLUSTER_TABLE, CLUSTER_SETS)
+  }
+
+  start (): void {
+    this.#timer = setInterval(() => { void this.sync() }, this.#conf.syncIntervalMs)
+    this.#timer.unref()
+  }
+
+  stop (): void {
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /** One round: collect, send in batches, write back. A round still running skips the next tick. */
+  async sync (): Promise<void> {
+    if (this.#running) return
+    this.#running = true
+    const started = performance.now()
+    try {
+      const found = this.#collect(now())
+      for (let i = 0; i < found.ways.length; i += BATCH) {
+        const ways = found.ways.slice(i, i + BATCH)
+        const ests = found.ests.slice(i, i + BATCH)
+        const keys = ways.map((w) => this.#keyOf(w))
+        const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
+        for (let j = 0; j < ways.length; j++) args.push(ests[j]!, 2 * this.#i32[this.#extra(ways[j]!) + CX_PERIOD]! + this.#conf.nodeTtlMs)
+        const others = await runScript(this.#redis, RATE_SYNC, keys, args) as number[]
+        for (let j = 0; j < ways.length; j++) this.#store(ways[j]!, found.kas[i + j]!, ests[j]!, others[j] ?? 0)
+      }
+      this.lastSync = Date.now()
+      this.lastSeconds = (performance.now() - started) / 1000
+      this.lastSources = found.ways.length
+      this.#health.ok()
+    } catch (err) {
+      this.#health.failed(err as Error)
+    } finally {
+      this.#running = false
+    }
+  }
+
+  /** Ways (global index s * RATE_WAYS + w) with something to tell: a live estimate, or a last 0 after one. */
+  #collect (t: number): { ways: number[], kas: number[], ests: number[] } {
+    const i32 = this.#i32
+    const ways: number[] = []
+    const kas: number[] = []
+    const ests: number[] = []
+    for (let s = 0; s < CLUSTER_SETS; s++) {
+      const set = CLUSTER_TABLE + s * RATE_SET_WORDS
+      for (let w = 0; w < RATE_WAYS; w++) {
+        const ka = i32[set + RS_KEY_A + w]!
+        if (ka === 0) continue
+        const x = this.#extra(s * RATE_WAYS + w)
+        const period = i32[x + CX_PERIOD]!
+        if (period <= 0 || i32[x + CX_KA] !== ka) continue
+        const d = set + RS_DATA + w * RATE_DATA_WORDS
+        const expired = ((t - i32[d + RD_EXPIRE]!) | 0) >= 0
+        const est = expired ? 0 : windowEstimate(i32[d + RD_TICK]!, i32[d + RD_A]!, i32[d + RD_B]!, t, period)
+        if (est === 0 && i32[x + CX_SYNCED] === 0 && i32[x + CX_OTHERS] === 0) continue
+        ways.push(s * RATE_WAYS + w)
+        kas.push(ka)
+        ests.push(est)
+      }
+    }
+    return { ways, kas, ests }
+  }
+
+  #extra (way: number): number {
+    return CLUSTER_EXTRA + way * CX_WORDS
+  }
+
+  /** The Redis key of a way's source: both halves of its table key, so every node names it alike. */
+  #keyOf (way: number): string {
+    const set = CLUSTER_TABLE + Math.floor(way / RATE_WAYS) * RATE_SET_WORDS
+    const w = way % RATE_WAYS
+    const hex = (v: number): string => (v >>> 0).toString(16).padStart(8, '0')
+    return `${this.#conf.prefix}rl:${hex(this.#i32[set + RS_KEY_A + w]!)}${hex(this.#i32[set + RS_KEY_B + w]!)}`
+  }
+
+  /** Writes what Redis said into the way's extras, under the set's lock, unless the way changed hands meanwhile. */
+  #store (way: number, ka: number, est: number, others: number): void {
+    const i32 = this.#i32
+    const set = CLUSTER_TABLE + Math.floor(way / RATE_WAYS) * RATE_SET_WORDS
+    const x = this.#extra(way)
+    this.#table.lockSet(set)
+    if (i32[set + RS_KEY_A + (way % RATE_WAYS)] === ka && i32[x + CX_KA] === ka) {
+      i32[x + CX_OTHERS] = others
+      i32[x + CX_SYNCED] = est
+    }
+    this.#table.unlockSet(set)
+  }
+}

@@ -1,0 +1,61 @@
+// The one Redis connection of a node (ioredis, loaded only with [cluster]).
+// Every command is bounded: no offline queue (a command while disconnected
+// fails at once), commandTimeout = max_wait, no retries per request; the
+// connection itself reconnects by itself with a capped back-off. The password
+// is read here (inline or from password_file) and goes nowhere but the AUTH
+// command: it is never logged, and errors are reported by the callers with
+// the redacted URL only.
+import { readFileSync } from 'node:fs'
+import type { Redis, RedisOptions } from 'ioredis'
+import type { ClusterConf } from '../config/cluster.js'
+
+export type { Redis } from 'ioredis'
+
+/** Longest pause between two reconnect attempts, ms. */
+const RECONNECT_MAX_MS = 1000
+/** A TCP or TLS connect that takes longer than this is abandoned and retried, ms. */
+const CONNECT_TIMEOUT_MS = 2000
+
+/** The ioredis options for `conf`: address, TLS, ACL user and the bounds above. */
+export function redisOptions (conf: ClusterConf, connectionName: string): RedisOptions {
+  const password = conf.passwordFile !== '' ? readFileSync(conf.passwordFile, 'utf8').trim() : conf.password
+  const opts: RedisOptions = {
+    connectionName,
+    commandTimeout: conf.maxWaitMs,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    lazyConnect: true,
+    retryStrategy: (times) => Math.min(RECONNECT_MAX_MS, 50 * times),
+  }
+  if (conf.username !== '') opts.username = conf.username
+  if (password !== '') opts.password = password
+  if (conf.url.startsWith('unix:')) {
+    opts.path = conf.url.slice(5)
+    return opts
+  }
+  const u = new URL(conf.url)
+  opts.host = u.hostname.replace(/^\[|\]$/g, '')
+  opts.port = u.port === '' ? 6379 : Number(u.port)
+  if (/^\/\d+$/.test(u.pathname)) opts.db = Number(u.pathname.slice(1))
+  if (u.protocol === 'rediss:') opts.tls = { servername: opts.host, ...(conf.caFile !== '' ? { ca: readFileSync(conf.caFile) } : {}) }
+  return opts
+}
+
+/** A connection to the cluster's Redis, connecting in the background: a node starts while Redis is down. */
+export async function openRedis (conf: ClusterConf, connectionName: string): Promise<Redis> {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(redisOptions(conf, connectionName))
+  // failures surface as failed commands, which the cluster reports once per change of health
+  redis.on('error', () => {})
+  // the first outcome of connecting (ready, or refused) is awaited, bounded, so that the first
+  // commands do not report a connection that was merely still being made
+  await new Promise<void>((resolve) => {
+    const done = (): void => { clearTimeout(timer); redis.off('ready', done); redis.off('error', done); resolve() }
+    const timer = setTimeout(done, CONNECT_TIMEOUT_MS)
+    redis.once('ready', done)
+    redis.once('error', done)
+    redis.connect().catch(() => {})
+  })
+  return redis
+}

@@ -1,0 +1,86 @@
+// The Lua scripts of a cluster, one round trip each. Times are Redis's own
+// clock (TIME), so nodes whose clocks differ still agree on expiries.
+//
+// Keys (all under [cluster] prefix):
+//   <prefix>nodes          sorted set: node name → ms its heartbeat expires
+//   <prefix>rl:<hex key>   hash: node name → "<its window estimate>:<ms it goes stale>"
+
+import { createHash } from 'node:crypto'
+import type { Redis } from './redis.js'
+
+const NOW = "local t = redis.call('TIME') local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/**
+ * KEYS[1] the nodes set; ARGV node, ttl ms. Renews this node, drops the
+ * expired ones, returns the live names.
+ */
+export const HEARTBEAT = NOW + `
+redis.call('ZADD', KEYS[1], ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms)
+return redis.call('ZRANGE', KEYS[1], 0, -1)`
+
+/**
+ * KEYS the rate keys; ARGV node, stale ms, then for each key its estimate and
+ * its key ttl ms. Stores this node's estimate (0 removes it), drops other
+ * nodes' stale ones, returns for each key the sum of the other nodes' estimates.
+ */
+export const RATE_SYNC = NOW + `
+local node = ARGV[1]
+local stale = tonumber(ARGV[2])
+local out = {}
+for i, k in ipairs(KEYS) do
+  local est = tonumber(ARGV[1 + 2 * i])
+  if est > 0 then redis.call('HSET', k, node, est .. ':' .. (ms + stale)) else redis.call('HDEL', k, node) end
+  local all = redis.call('HGETALL', k)
+  local sum = 0
+  for j = 1, #all, 2 do
+    if all[j] ~= node then
+      local v = all[j + 1]
+      local c = string.find(v, ':', 1, true)
+      if c ~= nil and tonumber(string.sub(v, c + 1)) > ms then sum = sum + tonumber(string.sub(v, 1, c - 1)) else redis.call('HDEL', k, all[j]) end
+    end
+  end
+  if #all > 0 then redis.call('PEXPIRE', k, ARGV[2 + 2 * i]) end
+  out[i] = sum
+end
+return out`
+
+const shas = new Map<string, string>()
+
+/** Runs a script by its SHA1 (EVALSHA), sending its text only when Redis does not have it yet (a restarted Redis). */
+export async function runScript (redis: Redis, script: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  let sha = shas.get(script)
+  if (sha === undefined) shas.set(script, sha = createHash('sha1').update(script).digest('hex'))
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args)
+  } catch (err) {
+    if (!(err as Error).message.startsWith('NOSCRIPT')) throw err
+    return await redis.eval(script, keys.length, ...keys, ...args)
+  }
+}
+
+/**
+ * KEYS[1] the config hash; ARGV expected version, new version, state JSON,
+ * node, channel. Compare-and-set of the cluster-wide config version: stores
+ * and announces the new state when the stored version is still the expected
+ * one (or there is none); returns 0, else the stored version.
+ */
+export const CONFIG_CAS = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if v ~= 0 and v ~= tonumber(ARGV[1]) then return v end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3], 'node', ARGV[4])
+redis.call('PUBLISH', ARGV[5], ARGV[2])
+return 0`
+
+/**
+ * KEYS[1] the config hash; ARGV version, state JSON, node, channel. A node's
+ * copy goes in when Redis holds none or an older one (Redis restarted empty):
+ * the newest copy among the nodes wins. Returns the version stored before.
+ */
+export const CONFIG_SEED = `
+local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if v < tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2], 'node', ARGV[3])
+  redis.call('PUBLISH', ARGV[4], ARGV[1])
+end
+return v`

@@ -1,0 +1,75 @@
+// The config API's state shared by a cluster through a real redis-server, with
+// three real lb nodes: a write on one node is applied on the others within 1 s,
+// the version is the cluster's (the same version written on two nodes: one
+// success, one 409), and a node started while Redis is down starts from its
+// local copy and catches up when Redis is back.
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { type AdminLb, restartLb, send } from '../admin/util.js'
+import { clusterFixture, until } from './nodes.js'
+
+const CFG = '/v2/services/lb/configuration'
+
+const version = async (n: AdminLb): Promise<number> => Number((await send('GET', `${n.admin}${CFG}/version`)).body.trim())
+
+describe('cluster: the config API state lives in Redis', () => {
+  const f = clusterFixture()
+  const nodes = f.nodes
+
+  test('a backend written on node a is on b and c within 1 s, with the same version', async (t) => {
+    if (f.redis === null) return t.skip('no redis-server')
+    const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
+    const r = await send('POST', `${a.admin}${CFG}/backends?version=1`, { name: 'api1' })
+    assert.equal(r.status, 201, r.body)
+    const written = Date.now()
+    for (const n of [b, c]) {
+      await until('api1 on the other node', async () => (await send('GET', `${n.admin}${CFG}/backends/api1`)).status === 200, 1000)
+      assert.equal(await version(n), 2)
+    }
+    assert.ok(Date.now() - written <= 1000, `applied after ${Date.now() - written} ms`)
+    await b.lb.logMatching(/configuration of the cluster applied/)
+  })
+
+  test('the same version written on two nodes at once: one 201, one 409', async (t) => {
+    if (f.redis === null) return t.skip('no redis-server')
+    const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
+    for (const n of nodes) await until('version 2 everywhere', async () => await version(n) === 2)
+    const [rb, rc] = await Promise.all([
+      send('POST', `${b.admin}${CFG}/backends?version=2`, { name: 'from-b' }),
+      send('POST', `${c.admin}${CFG}/backends?version=2`, { name: 'from-c' }),
+    ])
+    assert.deepEqual([rb.status, rc.status].sort(), [201, 409], `${rb.body} ${rc.body}`)
+    const loser = rb.status === 409 ? rb : rc
+    assert.match(loser.body, /version mismatch/)
+    // the winner's backend, and only it, everywhere at version 3
+    const winner = rb.status === 201 ? 'from-b' : 'from-c'
+    const other = winner === 'from-b' ? 'from-c' : 'from-b'
+    for (const n of [a, b, c]) {
+      await until('version 3', async () => await version(n) === 3, 1000)
+      assert.equal((await send('GET', `${n.admin}${CFG}/backends/${winner}`)).status, 200)
+      assert.equal((await send('GET', `${n.admin}${CFG}/backends/${other}`)).status, 404)
+    }
+  })
+
+  test('a node started while Redis is down starts from its local copy, refuses writes with 503, catches up when Redis is back', async (t) => {
+    if (f.redis === null) return t.skip('no redis-server')
+    const r = f.redis
+    assert.equal(await nodes[2]!.lb.stop(), 0)
+    await r.kill()
+    const c = await restartLb(nodes[2]!)
+    nodes[2] = c
+    await c.lb.logMatching(/Redis unreachable/)
+    assert.equal(await version(c), 3, 'the local copy')
+    assert.equal((await send('GET', `${c.admin}${CFG}/backends/api1`)).status, 200)
+    const refused = await send('POST', `${c.admin}${CFG}/backends?version=3`, { name: 'offline' })
+    assert.equal(refused.status, 503)
+    assert.match(refused.body, /Redis, which does not answer/)
+    // Redis back, empty: the nodes put their copy (version 3) back, and writes go on from there
+    await r.restart()
+    await until('Redis reachable on c', () => /Redis reachable[^\n]*\n(?![\s\S]*Redis unreachable)/.test(c.lb.log().split('Redis unreachable').pop()!), 5000)
+    await until('the cluster version back in Redis', async () => (await r.client().hget('lb:config', 'version')) === '3', 3000)
+    const w = await send('POST', `${c.admin}${CFG}/backends?version=3`, { name: 'after' })
+    assert.equal(w.status, 201, w.body)
+    await until('the write of c on a', async () => (await send('GET', `${nodes[0]!.admin}${CFG}/backends/after`)).status === 200, 1000)
+  })
+})
