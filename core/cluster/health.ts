@@ -5,6 +5,7 @@
 // its local share within one sync interval (core/shm/cluster-limit.ts).
 import { redact } from '../config/cluster.js'
 import type { Logger } from '../log.js'
+import type { Redis } from './redis.js'
 import { CLH_UP, CLUSTER_BASE } from '../shm/layout.js'
 
 export class RedisHealth {
@@ -15,11 +16,23 @@ export class RedisHealth {
   #known = false
   /** times Redis went from reachable to unreachable */
   downs = 0
+  /** why the connection last failed (refused, TLS, WRONGPASS...); null once it is ready */
+  #connectError: Error | null = null
 
   constructor (i32: Int32Array, log: Logger, url: string) {
     this.#i32 = i32
     this.#log = log
     this.#url = redact(url)
+  }
+
+  /**
+   * Keeps the connection's own errors: with no offline queue a command on a
+   * connection that could not be made fails with "Stream isn't writeable",
+   * which says nothing of why (a wrong password, a certificate, a refusal).
+   */
+  watch (redis: Redis): void {
+    redis.on('error', (err: Error) => { this.#connectError = err })
+    redis.on('ready', () => { if (redis.status === 'ready') this.#connectError = null })
   }
 
   get up (): boolean {
@@ -41,6 +54,7 @@ export class RedisHealth {
     this.#known = true
     Atomics.store(this.#i32, CLUSTER_BASE + CLH_UP, 0)
     if (wasUp) this.downs++
-    this.#log.error('cluster: Redis unreachable; each node limits to its share (limit ÷ live nodes) until it is back', { redis: this.#url, error: err.message })
+    const cause = this.#connectError !== null && /Stream isn't writeable|Connection is closed/.test(err.message) ? this.#connectError : err
+    this.#log.error('cluster: Redis unreachable; each node limits to its share (limit ÷ live nodes) until it is back', { redis: this.#url, error: cause.message })
   }
 }

@@ -34,8 +34,8 @@ export class Cluster {
 
   /** Connects (in the background: Redis may be down) and starts heartbeats and the rate sync. */
   static async start (conf: ClusterConf, i32: Int32Array, log: Logger): Promise<Cluster> {
-    const redis = await openRedis(conf, `lb:${conf.node}`)
     const health = new RedisHealth(i32, log, conf.url)
+    const redis = await openRedis(conf, `lb:${conf.node}`, (r) => health.watch(r))
     const c = new Cluster(conf, redis, i32, health, await sharedConfig(redis, conf, health))
     c.#membership.start()
     c.#rates.start()

@@ -73,7 +73,8 @@ export class RateSync {
       this.lastSync = Date.now()
       this.lastSeconds = (performance.now() - started) / 1000
       this.lastSources = found.ways.length
-      this.#health.ok()
+      // a round with nothing to send spoke to no one: it says nothing of Redis (the heartbeat does)
+      if (found.ways.length > 0) this.#health.ok()
     } catch (err) {
       this.#health.failed(err as Error)
     } finally {

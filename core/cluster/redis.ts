@@ -43,9 +43,11 @@ export function redisOptions (conf: ClusterConf, connectionName: string): RedisO
 }
 
 /** A connection to the cluster's Redis, connecting in the background: a node starts while Redis is down. */
-export async function openRedis (conf: ClusterConf, connectionName: string): Promise<Redis> {
+export async function openRedis (conf: ClusterConf, connectionName: string, watch: (r: Redis) => void): Promise<Redis> {
   const { Redis } = await import('ioredis')
   const redis = new Redis(redisOptions(conf, connectionName))
+  watch(redis) // before connecting: the first connection's error is the one that explains the first failure
+  endOnAuthRefusal(redis)
   // failures surface as failed commands, which the cluster reports once per change of health
   redis.on('error', () => {})
   // the first outcome of connecting (ready, or refused) is awaited, bounded, so that the first
@@ -58,4 +60,16 @@ export async function openRedis (conf: ClusterConf, connectionName: string): Pro
     redis.connect().catch(() => {})
   })
   return redis
+}
+
+/**
+ * ioredis goes on after a refused AUTH, as Redis's default user when that one
+ * is enabled: a node must never act under another identity than configured, so
+ * such a connection ends for good (the credentials are read at start: fix them
+ * and restart). Every connection of a node gets this, duplicates included.
+ */
+export function endOnAuthRefusal (redis: Redis): void {
+  redis.on('error', (err: Error) => {
+    if (/^(WRONGPASS|NOPERM)|invalid (username-)?password/i.test(err.message)) redis.disconnect(false)
+  })
 }

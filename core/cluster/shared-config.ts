@@ -8,7 +8,7 @@
 // applies what this brings.
 import type { ClusterConf } from '../config/cluster.js'
 import type { RedisHealth } from './health.js'
-import type { Redis } from './redis.js'
+import { type Redis, endOnAuthRefusal } from './redis.js'
 import { CONFIG_CAS, CONFIG_SEED, runScript } from './scripts.js'
 
 /** A full read of the shared state this often, ms (a write reaches a node within it even without pub/sub). */
@@ -38,6 +38,7 @@ export async function sharedConfig (redis: Redis, conf: ClusterConf, health: Red
   // a subscribed connection can issue nothing else: its own, with the same bounds
   const sub = redis.duplicate()
   sub.on('error', () => {})
+  endOnAuthRefusal(sub)
   const watchers: Array<() => void> = []
   const notify = (): void => { for (const f of watchers) f() }
   sub.on('message', notify)

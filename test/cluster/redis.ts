@@ -27,13 +27,14 @@ export function redisBinary (t: TestContext): string | null {
   }
 }
 
-export async function startRedis (bin: string, port?: number): Promise<RedisServer> {
+/** `extra`: more redis-server arguments (TLS, ACL users...); the plain port stays for the test's own client. */
+export async function startRedis (bin: string, port?: number, extra: readonly string[] = []): Promise<RedisServer> {
   const p = port ?? await freePort()
   const dir = tempDir('lb-redis-')
   let proc: ChildProcess | null = null
   const clients: Redis[] = []
   const launch = async (): Promise<void> => {
-    const child = spawn(bin, ['--port', String(p), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(bin, ['--port', String(p), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] })
     proc = child
     let out = ''
     child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
