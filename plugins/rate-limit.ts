@@ -16,7 +16,7 @@
 // (core/net/source.ts). Entries expire 30 s after their last use (the seed's
 // stick table "expire 30s"), or later when the algorithm needs their state longer.
 //
-// scope = "cluster" (slidingWindow): the limit holds over every node of the
+// scope = "cluster" (every algorithm): the limit holds over every node of the
 // [cluster] together (docs/cluster.md). The request path stays on shared
 // memory, in the cluster table; the control plane exchanges the counts with
 // Redis every sync_interval (core/cluster/rate-sync.ts). Without [cluster]
@@ -47,7 +47,7 @@ export interface RateLimitConf {
   /** leakyBucket: pass burst requests at once instead of delaying them to the rate */
   readonly nodelay: boolean
   readonly source: SourceConf
-  /** local: this node's workers; cluster: every node of [cluster] (slidingWindow only) */
+  /** local: this node's workers; cluster: every node of [cluster] */
   readonly scope: Scope
 }
 
@@ -87,7 +87,6 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
   if (t.algorithm === undefined || (ALGORITHMS as readonly unknown[]).includes(t.algorithm)) c.table(t, path, KEYS[algorithm])
   const source = checkSource(c, t, path)
   const scope = c.oneOf(t, 'scope', path, SCOPES, 'local')
-  if (scope === 'cluster' && algorithm !== 'slidingWindow') c.problem(join(path, 'scope'), '"local" for this algorithm ("cluster" is available with algorithm = "slidingWindow")', t.scope)
   switch (algorithm) {
     case 'slidingWindow':
       return {
@@ -199,16 +198,22 @@ export default definePlugin<RateLimitConf>({
     const capacity = (conf.algorithm === 'leakyBucket' ? conf.burst + 1 : conf.burst) * MILLI
     const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, Math.ceil(capacity / drainPerMs)))
     const nodelay = conf.nodelay
+    // scope = "cluster": the same bucket in the cluster table, its capacity and rate shared with the other nodes
+    const cluster = conf.scope === 'cluster' ? clusterTable(env.shm.i32) : null
+    const bucketTable = cluster?.table ?? table
+    const cx = cluster?.cx ?? -1
     return {
       onRequest (ctx) {
         hashSource(ctx, sourceOf(ctx))
-        const r = table.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl)
+        const r = bucketTable.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl, cx)
         if (r < 0) {
+          if (cx >= 0) countClusterRefusal(env.shm.i32)
           ctx.reply = tooMany(-r)
           return HANDLED
         }
         if (nodelay || r === 0) return NEXT
-        // nginx without nodelay: a request within the burst waits until the rate allows it
+        // nginx without nodelay: a request within the burst waits until the rate allows it (with
+        // scope = "cluster", as if this node had the whole rate: the delay never changes what is admitted)
         const ms = Math.ceil(r / drainPerMs)
         return ms < 1 ? NEXT : delay(ms)
       },

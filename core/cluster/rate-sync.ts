@@ -2,7 +2,7 @@
 // sync_interval, in one script call per batch (never a command per request).
 //
 // Each node publishes, for every live source of its cluster table, its own
-// sliding-window estimate (not a delta: a restarted Redis is whole again after
+// sliding-window estimate, or its bucket's level in 1/1000 request (not a delta: a restarted Redis is whole again after
 // one round), and reads back the sum of the other nodes' estimates, which it
 // writes into the entry's extras (CX_OTHERS; CX_SYNCED = what it sent) for the
 // workers' next decisions (core/shm/cluster-limit.ts). An estimate of a node
@@ -10,9 +10,10 @@
 import type { ClusterConf } from '../config/cluster.js'
 import { now } from '../clock.js'
 import {
-  CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_KA, CX_OTHERS, CX_PERIOD, CX_SYNCED, CX_WORDS,
+  CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_DRAIN, CX_KA, CX_OTHERS, CX_PERIOD, CX_SYNCED, CX_WORDS,
   RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RD_A, RD_B, RD_EXPIRE, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B,
 } from '../shm/layout.js'
+import { drainShare } from '../shm/cluster-limit.js'
 import { RateTable, windowEstimate } from '../shm/rate-table.js'
 import type { RedisHealth } from './health.js'
 import type { Redis } from './redis.js'
@@ -98,7 +99,7 @@ export class RateSync {
         if (period <= 0 || i32[x + CX_KA] !== ka) continue
         const d = set + RS_DATA + w * RATE_DATA_WORDS
         const expired = ((t - i32[d + RD_EXPIRE]!) | 0) >= 0
-        const est = expired ? 0 : windowEstimate(i32[d + RD_TICK]!, i32[d + RD_A]!, i32[d + RD_B]!, t, period)
+        const est = expired ? 0 : this.#estimate(d, x, t, period)
         if (est === 0 && i32[x + CX_SYNCED] === 0 && i32[x + CX_OTHERS] === 0) continue
         ways.push(s * RATE_WAYS + w)
         kas.push(ka)
@@ -106,6 +107,16 @@ export class RateSync {
       }
     }
     return { ways, kas, ests }
+  }
+
+  /** What this node counts now for the entry at data words `d`, extras `x`: its window estimate, or its bucket's level drained to `t`. */
+  #estimate (d: number, x: number, t: number, period: number): number {
+    const i32 = this.#i32
+    const drainUs = i32[x + CX_DRAIN]!
+    if (drainUs === 0) return windowEstimate(i32[d + RD_TICK]!, i32[d + RD_A]!, i32[d + RD_B]!, t, period)
+    // units per ms = requests per second = 1e6 / µs per request, times this node's part of the rate
+    const elapsed = Math.max(0, (t - i32[d + RD_TICK]!) | 0)
+    return Math.max(0, Math.ceil(i32[d + RD_A]! - (elapsed * 1e6 * drainShare(i32, x)) / drainUs))
   }
 
   #extra (way: number): number {
@@ -127,7 +138,7 @@ export class RateSync {
     const x = this.#extra(way)
     this.#table.lockSet(set)
     if (i32[set + RS_KEY_A + (way % RATE_WAYS)] === ka && i32[x + CX_KA] === ka) {
-      i32[x + CX_OTHERS] = others
+      i32[x + CX_OTHERS] = Math.min(others, 0x7fff_ffff) // bucket levels of many nodes may pass an Int32
       i32[x + CX_SYNCED] = est
     }
     this.#table.unlockSet(set)

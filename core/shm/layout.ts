@@ -147,10 +147,11 @@ export const CLH_REFUSED_CLUSTER = 3 // 429 decided with the cluster's counts, A
 export const CLUSTER_HEADER_WORDS = 16
 // extras of way w of cluster set s, at CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
 export const CX_KA = 0 // KEY_A the extras below belong to (a way changing hands invalidates them)
-export const CX_OTHERS = 1 // the other nodes' window estimates, summed, at the last sync
-export const CX_SYNCED = 2 // this node's own estimate sent at the last sync
-export const CX_PERIOD = 3 // the entry's window (ms), written by the worker for the control plane
-export const CX_WORDS = 4
+export const CX_OTHERS = 1 // the other nodes' window estimates (buckets: levels, units), summed, at the last sync
+export const CX_SYNCED = 2 // this node's own estimate (buckets: level) sent at the last sync
+export const CX_PERIOD = 3 // the entry's window (buckets: ms to drain a full bucket), written by the worker
+export const CX_DRAIN = 4 // 0 = sliding window; buckets: µs to drain one request at the whole rate (>= 1)
+export const CX_WORDS = 5
 /** sets of the cluster table when [cluster] is on: 16,384 sources */
 export const CLUSTER_SETS_ON = 2048
 export let CLUSTER_SETS = 0

@@ -20,7 +20,7 @@
 // Units: ticks are wrapping milliseconds (core/clock.ts now()), compared with
 // ((a - b) | 0). Bucket levels are in 1/1000 of a request (nginx's "excess").
 import { threadId } from 'node:worker_threads'
-import { clusterLimit } from './cluster-limit.js'
+import { clusterCapacity, clusterLimit, drainShare } from './cluster-limit.js'
 import {
   CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
   RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
@@ -83,7 +83,7 @@ export class RateTable {
     const curr = i32[d + RD_A]! + 1
     if (curr < 0x7fff_ffff) i32[d + RD_A] = curr
     const est = curr + Math.floor((prev * (periodMs - elapsed)) / periodMs)
-    if (cx >= 0) limit = clusterLimit(i32, cx + (((set - this.base) / RATE_SET_WORDS) * RATE_WAYS + (d - set - RS_DATA) / RATE_DATA_WORDS) * CX_WORDS, ka, periodMs, limit)
+    if (cx >= 0) limit = clusterLimit(i32, this.#extras(cx, set, d), ka, periodMs, limit)
     let result = 0
     if (est > limit) {
       // earliest time a new request's estimate is back within the limit
@@ -105,16 +105,24 @@ export class RateTable {
    * within `capacity` units. A refused request leaves the entry as it was
    * (nginx and x/time/rate do not count refusals). Returns the level above one
    * request after this one (>= 0, in units; nginx's delay is that / drainPerMs)
-   * when accepted, or -wait in ms (<= -1) when refused.
+   * when accepted, or -wait in ms (<= -1) when refused. With `cx` (as in
+   * window()), capacity and drain are the cluster's, and this node's parts of
+   * them come from core/shm/cluster-limit.ts; the wait is then a lower bound.
    */
-  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number): number {
+  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number, cx = -1): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
     const d = this.#claim(set, ka, kb, now)
+    let drain = drainPerMs
+    if (cx >= 0) {
+      const x = this.#extras(cx, set, d)
+      capacity = clusterCapacity(i32, x, ka, capacity, drainPerMs)
+      drain *= drainShare(i32, x)
+    }
     let elapsed = (now - i32[d + RD_TICK]!) | 0
     if (elapsed < 0) elapsed = 0
-    let level = i32[d + RD_A]! - elapsed * drainPerMs
+    let level = i32[d + RD_A]! - elapsed * drain
     if (level < 0) level = 0
     level += MILLI
     let result: number
@@ -179,6 +187,11 @@ export class RateTable {
     const d = set + RS_DATA + way * RATE_DATA_WORDS
     reset(i32, d, now)
     return d
+  }
+
+  /** Word offset of the cluster extras (from `cx`, core/shm/layout.ts CLUSTER_EXTRA) of the way whose data words are at `d` in `set`. */
+  #extras (cx: number, set: number, d: number): number {
+    return cx + (((set - this.base) / RATE_SET_WORDS) * RATE_WAYS + (d - set - RS_DATA) / RATE_DATA_WORDS) * CX_WORDS
   }
 
   /** Takes the lock of the set at word `set` (the control plane, to read and write a set's entries as a whole). */

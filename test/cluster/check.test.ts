@@ -62,13 +62,14 @@ test('a password inside the URL is refused and never echoed', () => {
   assert.doesNotMatch(r.out, /hunter2secret/)
 })
 
-test('scope = "cluster" is refused for the bucket algorithms, named in the message', () => {
+test('scope = "cluster" is accepted for every algorithm', () => {
   const dir = tempDir('lb-cluster-check-')
   const file = join(dir, 'lb.toml')
-  writeFileSync(file, simpleConfig(['127.0.0.1:9'], '', '[middlewares.rl]\ntype = "rateLimit"\naverage = 5\nscope = "cluster"\n').replaceAll('{{PORT}}', '18080'))
-  const r = spawnSync(process.execPath, [CLI, 'check', '-c', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 })
-  assert.equal(r.status, 1)
-  assert.match(r.stdout + r.stderr, /middlewares\.rl\.scope: expected "local" for this algorithm \("cluster" is available with algorithm = "slidingWindow"\), found "cluster"/)
+  for (const algorithm of ['average = 5', 'algorithm = "leakyBucket"\nrate = "5r/s"\nnodelay = true', 'algorithm = "slidingWindow"\nlimit = 5']) {
+    writeFileSync(file, simpleConfig(['127.0.0.1:9'], '', `[middlewares.rl]\ntype = "rateLimit"\n${algorithm}\nscope = "cluster"\n`).replaceAll('{{PORT}}', '18080'))
+    const r = spawnSync(process.execPath, [CLI, 'check', '-c', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 })
+    assert.equal(r.status, 0, `${algorithm}: ${r.stdout}${r.stderr}`)
+  }
 })
 
 test('without [cluster] the Redis client is never loaded', async () => {

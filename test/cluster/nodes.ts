@@ -3,7 +3,7 @@
 // a rate-limited route and a [cluster] section pointing at the test's Redis.
 import { after, before } from 'node:test'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { type Backend, startBackend } from '../helpers.js'
+import { type Backend, type Reply, request, sleep, startBackend } from '../helpers.js'
 import { type RedisServer, redisBinary, startRedis } from './redis.js'
 
 /** The [middlewares.rl] of every node: 100 requests per 10 s over the whole cluster. */
@@ -74,7 +74,7 @@ export interface ClusterFixture {
 }
 
 /** Registers before/after hooks in the calling suite: a Redis, a backend and nodes a, b, c; everything stopped after. */
-export function clusterFixture (): ClusterFixture {
+export function clusterFixture (o: NodeOptions = {}): ClusterFixture {
   const f: ClusterFixture = { redis: null, nodes: [] }
   let backend: Backend | null = null
   before(async (t) => {
@@ -82,7 +82,7 @@ export function clusterFixture (): ClusterFixture {
     if (bin === null) return
     f.redis = await startRedis(bin)
     backend = await startBackend('web')
-    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, f.redis.url, name))
+    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, f.redis.url, name, o))
   })
   after(async () => {
     for (const n of f.nodes) await n.lb.stop()
@@ -90,4 +90,30 @@ export function clusterFixture (): ClusterFixture {
     await f.redis?.stop()
   })
   return f
+}
+
+/**
+ * `n` requests to `path` from `from`, round robin over `nodes`, one every `gapMs`:
+ * the replies in order, and the ms from the first request sent to the last.
+ */
+export async function spread (nodes: AdminLb[], n: number, gapMs: number, from: string, path = '/limited'): Promise<{ replies: Reply[], ms: number }> {
+  const pending: Array<Promise<Reply>> = []
+  const start = Date.now()
+  let last = start
+  for (let i = 0; i < n; i++) {
+    const wait = start + i * gapMs - Date.now()
+    if (wait > 0) await sleep(wait)
+    last = Date.now()
+    pending.push(request(`${nodes[i % nodes.length]!.lb.url}${path}`, { localAddress: from }))
+  }
+  return { replies: await Promise.all(pending), ms: last - start }
+}
+
+export const ok = (rs: Reply[]): number => rs.filter((r) => r.status === 200).length
+
+/** The value of an unlabelled (or fully written) metric on a node's /metrics; NaN when absent. */
+export async function metric (a: AdminLb, name: string): Promise<number> {
+  const r = await request(`${a.dash}/metrics`)
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(r.body)
+  return m === null ? NaN : Number(m[1])
 }

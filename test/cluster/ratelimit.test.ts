@@ -4,29 +4,9 @@
 // a node that dies leaves the membership within its TTL.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { type AdminLb, json, sock } from '../admin/util.js'
+import { json, sock } from '../admin/util.js'
 import { type Reply, request, sleep } from '../helpers.js'
-import { clusterFixture, until } from './nodes.js'
-
-/** `n` requests from `from`, round robin over `nodes`, one every `gapMs`; the replies in order. */
-async function spread (nodes: AdminLb[], n: number, gapMs: number, from: string): Promise<Reply[]> {
-  const pending: Array<Promise<Reply>> = []
-  const start = Date.now()
-  for (let i = 0; i < n; i++) {
-    const wait = start + i * gapMs - Date.now()
-    if (wait > 0) await sleep(wait)
-    pending.push(request(`${nodes[i % nodes.length]!.lb.url}/limited`, { localAddress: from }))
-  }
-  return Promise.all(pending)
-}
-
-const ok = (rs: Reply[]): number => rs.filter((r) => r.status === 200).length
-
-async function metric (a: AdminLb, name: string): Promise<number> {
-  const r = await request(`${a.dash}/metrics`)
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(r.body)
-  return m === null ? NaN : Number(m[1])
-}
+import { clusterFixture, metric, ok, spread, until } from './nodes.js'
 
 describe('cluster: rate limits and membership over Redis', () => {
   const f = clusterFixture()
@@ -49,7 +29,7 @@ describe('cluster: rate limits and membership over Redis', () => {
 
   test('150 requests in 10 s spread evenly over 3 nodes against 100 per 10 s: 100 ±5 admitted', async (t) => {
     if (f.redis === null) return t.skip('no redis-server')
-    const rs = await spread(nodes, 150, 66, '127.0.0.11')
+    const rs = (await spread(nodes, 150, 66, '127.0.0.11')).replies
     assert.deepEqual(rs.filter((r) => r.status !== 200 && r.status !== 429), [], 'only 200 and 429')
     const admitted = ok(rs)
     assert.ok(admitted >= 95 && admitted <= 105, `admitted ${admitted}, expected 100 ±5`)
@@ -80,14 +60,14 @@ describe('cluster: rate limits and membership over Redis', () => {
       assert.equal(n.lb.log().slice(logged[i]).match(/Redis unreachable/g)?.length, 1, 'one log line for the outage')
     }
     // Redis down: a source sending 60 requests to node a alone gets a's share, ceil(100 / 3) = 34
-    const alone = await spread([nodes[0]!], 60, 5, '127.0.0.13')
+    const alone = (await spread([nodes[0]!], 60, 5, '127.0.0.13')).replies
     assert.equal(ok(alone), 34)
     assert.ok(await metric(nodes[0]!, 'lb_cluster_ratelimit_refusals_total{decided="local"}') >= 26)
     await r.restart()
     for (const n of nodes) await until('lb_cluster_redis_up 1', async () => await metric(n, 'lb_cluster_redis_up') === 1, 5000)
     await nodes[0]!.lb.logMatching(/Redis reachable; cluster-wide rate limits apply[\s\S]*Redis unreachable[\s\S]*Redis reachable/)
     // back: a new source spread over the nodes gets the cluster's 100, not 3 × 34 nor 34
-    const back = await spread(nodes, 150, 20, '127.0.0.14')
+    const back = (await spread(nodes, 150, 20, '127.0.0.14')).replies
     stop = true
     await traffic
     const admitted = ok(back)
