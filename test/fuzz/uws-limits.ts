@@ -73,7 +73,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
     keys: ['mutation/forwarded', 'host/forwarded', 'control-bytes/forwarded'],
     does: 'removes non-ASCII bytes at either end of a header value before lb sees it (`Content-Length: 5\\xd6` reads as 5)',
     readme: '| non-ASCII bytes at either end of a header value |',
-    when: (b) => /: [\x80-\xff]|[\x80-\xff]\r\n/.test(head(b)),
+    when: (b) => /:[ \t]*[\x80-\xff]|[\x80-\xff][ \t]*\r\n/.test(head(b)),
     outcome: (got) => got.startsWith('lb: status 200'),
   },
   {
