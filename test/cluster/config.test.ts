@@ -2,13 +2,14 @@
 // three real lb nodes: a write on one node is applied on the others within 1 s,
 // the version is the cluster's (the same version written on two nodes: one
 // success, one 409), and a node started while Redis is down starts from its
-// local copy and catches up when Redis is back.
+// local copy and catches up when Redis is back; a transaction is one cluster-wide step.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { type AdminLb, restartLb, send } from '../admin/util.js'
 import { clusterFixture, until } from './nodes.js'
 
 const CFG = '/v2/services/lb/configuration'
+const TX = '/v2/services/lb/transactions'
 
 const version = async (n: AdminLb): Promise<number> => Number((await send('GET', `${n.admin}${CFG}/version`)).body.trim())
 
@@ -71,5 +72,35 @@ describe('cluster: the config API state lives in Redis', () => {
     const w = await send('POST', `${c.admin}${CFG}/backends?version=3`, { name: 'after' })
     assert.equal(w.status, 201, w.body)
     await until('the write of c on a', async () => (await send('GET', `${nodes[0]!.admin}${CFG}/backends/after`)).status === 200, 1000)
+  })
+
+  test('a transaction of three changes committed on node a applies whole on b and c, as one version; one opened before on b is refused', async (t) => {
+    if (f.redis === null) return t.skip('no redis-server')
+    const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
+    const v = await version(a)
+    for (const n of nodes) await until('one version everywhere', async () => await version(n) === v)
+    const open = async (n: AdminLb): Promise<string> => {
+      const r = await send('POST', `${n.admin}${TX}?version=${v}`)
+      assert.equal(r.status, 201, r.body)
+      return (r.json as { id: string }).id
+    }
+    const tx = await open(a)
+    const stale = await open(b)
+    for (const name of ['tx1', 'tx2', 'tx3']) assert.equal((await send('POST', `${a.admin}${CFG}/backends?transaction_id=${tx}`, { name })).status, 202)
+    assert.equal((await send('POST', `${b.admin}${CFG}/backends?transaction_id=${stale}`, { name: 'stale1' })).status, 202)
+    const r = await send('PUT', `${a.admin}${TX}/${tx}`)
+    assert.equal(r.status, 200, r.body)
+    assert.equal((r.json as { _version: number })._version, v + 1, 'one version step for three changes')
+    for (const n of [b, c]) {
+      await until('the transaction on the other node', async () => await version(n) === v + 1, 1000)
+      for (const name of ['tx1', 'tx2', 'tx3']) assert.equal((await send('GET', `${n.admin}${CFG}/backends/${name}`)).status, 200, name)
+    }
+    // b's transaction was opened on the version before: refused where it is committed, nothing of it applied anywhere
+    const s = await send('PUT', `${b.admin}${TX}/${stale}`)
+    assert.equal(s.status, 406, s.body)
+    for (const n of nodes) {
+      assert.equal(await version(n), v + 1)
+      assert.equal((await send('GET', `${n.admin}${CFG}/backends/stale1`)).status, 404)
+    }
   })
 })
