@@ -30,14 +30,24 @@ export interface AcmeChallenge {
   readonly keyAuthorization: string
 }
 
+/** A tls-alpn-01 challenge in progress: a handshake on `entrypoint` offering ALPN acme-tls/1 for its host gets this certificate. */
+export interface AcmeAlpnChallenge {
+  readonly entrypoint: string
+  /** PEM of the self-signed challenge certificate (RFC 8737 §3) and its key */
+  readonly cert: string
+  readonly key: string
+}
+
 /** Everything ACME workers serve; sent whole on every change. */
 export interface AcmeState {
   readonly certs: readonly AcmeCert[]
   /** token → challenge */
   readonly tokens: Readonly<Record<string, AcmeChallenge>>
+  /** host name → tls-alpn-01 challenge */
+  readonly alpn: Readonly<Record<string, AcmeAlpnChallenge>>
 }
 
-export const NO_ACME: AcmeState = Object.freeze({ certs: [], tokens: {} })
+export const NO_ACME: AcmeState = Object.freeze({ certs: [], tokens: {}, alpn: {} })
 
 export interface WorkerData {
   readonly index: number

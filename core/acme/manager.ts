@@ -10,7 +10,8 @@
 //
 // Workers learn what to serve through the supervisor (protocol.ts AcmeState):
 // the certificate files written under global.state_dir/acme (uWS loads
-// certificates from files) and the http-01 answers of orders in progress. A
+// certificates from files) and the http-01 answers and tls-alpn-01
+// certificates of orders in progress. A
 // challenge is handed to the CA only once every worker serves its answer.
 // Orders run one at a time, all resolvers together.
 import { createHash } from 'node:crypto'
@@ -22,7 +23,7 @@ import type { Config } from '../config/load.js'
 import { writeFileAtomic } from '../atomic-file.js'
 import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { AcmeCert, AcmeChallenge, AcmeState } from '../protocol.js'
+import type { AcmeAlpnChallenge, AcmeCert, AcmeChallenge, AcmeState } from '../protocol.js'
 import { type ChallengeSink, newKey, order, configureAcmeClient } from './order.js'
 import { type CertInfo, type Store, type StoredCert, certInfo, readStore, writeStore } from './store.js'
 
@@ -99,6 +100,8 @@ export class AcmeManager {
   readonly #resolvers = new Map<string, Resolver>()
   readonly #entries = new Map<string, Entry>()
   readonly #tokens = new Map<string, AcmeChallenge>()
+  /** host → tls-alpn-01 challenge */
+  readonly #alpn = new Map<string, AcmeAlpnChallenge>()
   #queue: Promise<void> = Promise.resolve()
   #closed = false
 
@@ -243,12 +246,14 @@ export class AcmeManager {
 
   #sink (conf: AcmeResolverConf): ChallengeSink {
     return {
-      add: async (token, keyAuthorization) => {
-        this.#tokens.set(token, { entrypoint: conf.httpEntrypoint, keyAuthorization })
+      add: async (a) => {
+        if (a.type === 'http-01') this.#tokens.set(a.token, { entrypoint: conf.httpEntrypoint, keyAuthorization: a.keyAuthorization })
+        else this.#alpn.set(a.host, { entrypoint: conf.tlsEntrypoint, cert: a.cert, key: a.key })
         await this.#send()
       },
-      remove: async (token) => {
-        this.#tokens.delete(token)
+      remove: async (a) => {
+        if (a.type === 'http-01') this.#tokens.delete(a.token)
+        else this.#alpn.delete(a.host)
         await this.#send()
       },
     }
@@ -261,7 +266,7 @@ export class AcmeManager {
       if (e.cert === null || e.entrypoints.length === 0) continue
       certs.push({ hosts: e.domains, entrypoints: e.entrypoints, cert: e.files.cert, key: e.files.key, version: e.info!.serial })
     }
-    return { certs, tokens: Object.fromEntries(this.#tokens) }
+    return { certs, tokens: Object.fromEntries(this.#tokens), alpn: Object.fromEntries(this.#alpn) }
   }
 
   #send (): Promise<void> {

@@ -1,5 +1,5 @@
-// One ACME order through acme-client (RFC 8555: account, order, http-01
-// authorizations, finalize with a CSR, download the chain); no JWS of our own.
+// One ACME order through acme-client (RFC 8555: account, order, http-01 or
+// tls-alpn-01 (RFC 8737) authorizations, finalize with a CSR, download the chain); no JWS of our own.
 // Runs in the control plane only.
 import https from 'node:https'
 import { readFileSync } from 'node:fs'
@@ -8,10 +8,15 @@ import acme from 'acme-client'
 import type { AcmeResolverConf, KeyType } from '../config/acme.js'
 import type { StoredAccount, StoredCert } from './store.js'
 
-/** Where http-01 answers go: the workers of the resolver's http entry point (resolves once they serve it). */
+/** One challenge's answer: http-01's key authorization under its token, or tls-alpn-01's certificate for its host. */
+export type Answer =
+  | { readonly type: 'http-01', readonly token: string, readonly keyAuthorization: string }
+  | { readonly type: 'tls-alpn-01', readonly host: string, readonly cert: string, readonly key: string }
+
+/** Where answers go: the workers of the resolver's challenge entry point (resolves once they serve it). */
 export interface ChallengeSink {
-  add (token: string, keyAuthorization: string): Promise<void>
-  remove (token: string): Promise<void>
+  add (answer: Answer): Promise<void>
+  remove (answer: Answer): Promise<void>
 }
 
 let agent: https.Agent | undefined
@@ -53,12 +58,21 @@ export async function newKey (type: KeyType): Promise<string> {
   return key.toString()
 }
 
+async function answer (conf: AcmeResolverConf, authz: acme.Authorization, challenge: { type: string, token: string }, keyAuthorization: string): Promise<Answer> {
+  if (conf.challenge === 'http-01') return { type: 'http-01', token: challenge.token, keyAuthorization }
+  // acme-client makes the RFC 8737 certificate (acmeIdentifier extension); an EC key is quick to make
+  const key = await acme.crypto.createPrivateEcdsaKey('P-256')
+  const [, cert] = await acme.crypto.createAlpnCertificate(authz, keyAuthorization, key)
+  return { type: 'tls-alpn-01', host: authz.identifier.value.toLowerCase(), cert: cert.toString(), key: key.toString() }
+}
+
 /** Orders a certificate for `domains` (the first is the subject); returns it with the account as the CA now knows it. */
 export async function order (conf: AcmeResolverConf, account: StoredAccount, domains: readonly string[], sink: ChallengeSink): Promise<{ account: StoredAccount, cert: StoredCert }> {
   await probeDirectory(conf.caServer)
   const client = new acme.Client({ directoryUrl: conf.caServer, accountKey: account.key, ...(account.url !== '' ? { accountUrl: account.url } : {}) })
   const key = await newKey(conf.keyType)
   const [, csr] = await acme.crypto.createCsr({ commonName: domains[0]!, altNames: [...domains] }, key)
+  const answers = new Map<string, Answer>()
   const cert = await client.auto({
     csr,
     ...(conf.email !== '' ? { email: conf.email } : {}),
@@ -66,9 +80,16 @@ export async function order (conf: AcmeResolverConf, account: StoredAccount, dom
     // acme-client's own pre-check fetches the token itself over DNS from this host, which need not resolve
     // the names as the CA does; the CA's validation is the one that counts
     skipChallengeVerification: true,
-    challengePriority: ['http-01'],
-    challengeCreateFn: async (_authz, challenge, keyAuthorization) => sink.add(challenge.token, keyAuthorization),
-    challengeRemoveFn: async (_authz, challenge) => sink.remove(challenge.token),
+    challengePriority: [conf.challenge],
+    challengeCreateFn: async (authz, challenge, keyAuthorization) => {
+      answers.set(challenge.token, await answer(conf, authz, challenge, keyAuthorization))
+      await sink.add(answers.get(challenge.token)!)
+    },
+    challengeRemoveFn: async (_authz, challenge) => {
+      const a = answers.get(challenge.token)
+      answers.delete(challenge.token)
+      if (a !== undefined) await sink.remove(a)
+    },
   })
   return { account: { key: account.key, url: client.getAccountUrl() }, cert: { domains: [...domains], cert, key } }
 }

@@ -4,11 +4,10 @@
 // changes a resolver warns that it needs a restart. The certificates are
 // obtained and renewed in the control plane (core/acme/), never in workers.
 //
-// Only the http-01 challenge can be answered: tls-alpn-01 (RFC 8737) needs the
-// TLS server to negotiate the ALPN protocol "acme-tls/1", and uWebSockets.js
-// 20.57's SSLApp/addServerName take no ALPN option (key, cert, CA, passphrase,
-// DH parameters, ciphers, low-memory mode only) and negotiate no ALPN at all.
-// test/tls/acme.test.ts shows a handshake offering acme-tls/1 gets none.
+// Challenges: http-01 on a named http entry point, or tls-alpn-01 (RFC 8737)
+// on a named https entry point. uWebSockets.js 20.57 negotiates no ALPN, so an
+// https entry point that a tls_challenge names is terminated in node:tls
+// (core/worker/tls-alpn.ts, tls-terminator.ts) like an mTLS one.
 import { readFileSync } from 'node:fs'
 import { type Checker, join, resolvePath } from './check.js'
 import { DEFAULTS } from './defaults.js'
@@ -32,13 +31,33 @@ export interface AcmeResolverConf {
   readonly caCertificate: string
   /** renew this long (ms) before expiry; 0 = min(30 days, a third of the certificate's lifetime) */
   readonly renewBeforeMs: number
-  /** the http entry point where http-01 answers are served (it must be reachable on port 80 for a public CA) */
+  readonly challenge: 'http-01' | 'tls-alpn-01'
+  /** http-01: the http entry point where answers are served (reachable on port 80 for a public CA); else '' */
   readonly httpEntrypoint: string
+  /** tls-alpn-01: the https entry point that answers (reachable on port 443 for a public CA); else '' */
+  readonly tlsEntrypoint: string
 }
 
-const TLS_ALPN_REFUSAL = 'tls-alpn-01 is not supported: it needs the TLS server to negotiate the ALPN protocol "acme-tls/1" ' +
-  '(RFC 8737), and uWebSockets.js 20.57 (the https entry points\' TLS) has no ALPN setting and negotiates none; ' +
-  'use [..acme.http_challenge] entrypoint = "<an http entry point on port 80>" (docs/tls-ws-tcp.md, "ACME")'
+/** The https entry points that answer tls-alpn-01 challenges: terminated in node:tls (core/worker/listeners.ts). */
+export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[]): Set<string> {
+  return new Set(resolvers.filter((r) => r.challenge === 'tls-alpn-01').map((r) => r.tlsEntrypoint))
+}
+
+/** The entry point `kind`_challenge names, checked to exist with that protocol; '' when the table is absent. */
+function challengeEntrypoint (c: Checker, t: Record<string, unknown>, p: string, kind: 'http' | 'tls', entrypoints: readonly EntryPointConf[]): string {
+  const key = `${kind}_challenge`
+  if (t[key] === undefined) return ''
+  const hp = join(p, key)
+  const name = c.string(c.table(t[key], hp, ['entrypoint']), 'entrypoint', hp)
+  const protocol = kind === 'http' ? 'http' : 'https'
+  const ep = entrypoints.find((e) => e.name === name)
+  if (name !== '' && ep?.protocol !== protocol) {
+    c.problem(join(hp, 'entrypoint'), `an entry point with protocol = "${protocol}" (defined: ${entrypoints.filter((e) => e.protocol === protocol).map((e) => e.name).join(', ') || 'none'})`, name)
+  } else if (ep !== undefined && kind === 'tls' && ep.tls!.ca !== '') {
+    c.problems.push(`${join(hp, 'entrypoint')}: entry point ${name} requires client certificates (tls.ca), which the CA's validation server does not present: tls-alpn-01 needs an https entry point without mTLS`)
+  }
+  return name
+}
 
 export function checkResolvers (c: Checker, raw: unknown, entrypoints: readonly EntryPointConf[], stateDir: string, baseDir: string): AcmeResolverConf[] {
   const out: AcmeResolverConf[] = []
@@ -49,18 +68,10 @@ export function checkResolvers (c: Checker, raw: unknown, entrypoints: readonly 
     const t = c.table(c.table(v, rp, ['acme']).acme, p,
       ['email', 'ca_server', 'storage', 'key_type', 'ca_certificate', 'renew_before', 'http_challenge', 'tls_challenge'])
     const d = DEFAULTS.acme
-    if (t.tls_challenge !== undefined) c.problems.push(`${join(p, 'tls_challenge')}: ${TLS_ALPN_REFUSAL}`)
-    const hp = join(p, 'http_challenge')
-    const h = c.table(t.http_challenge, hp, ['entrypoint'])
-    let httpEntrypoint = ''
-    if (t.http_challenge === undefined) {
-      c.problems.push(`${hp}: expected a table with entrypoint = "<an http entry point>" (http-01 is the one challenge lb answers), found nothing`)
-    } else {
-      httpEntrypoint = c.string(h, 'entrypoint', hp)
-      const ep = entrypoints.find((e) => e.name === httpEntrypoint)
-      if (httpEntrypoint !== '' && ep?.protocol !== 'http') {
-        c.problem(join(hp, 'entrypoint'), `an entry point with protocol = "http" (defined: ${entrypoints.filter((e) => e.protocol === 'http').map((e) => e.name).join(', ') || 'none'})`, httpEntrypoint)
-      }
+    const httpEntrypoint = challengeEntrypoint(c, t, p, 'http', entrypoints)
+    const tlsEntrypoint = challengeEntrypoint(c, t, p, 'tls', entrypoints)
+    if ((t.http_challenge === undefined) === (t.tls_challenge === undefined)) {
+      c.problems.push(`${p}: expected one challenge, [${join(p, 'http_challenge')}] entrypoint = "<an http entry point>" or [${join(p, 'tls_challenge')}] entrypoint = "<an https entry point>", found ${t.http_challenge === undefined ? 'none' : 'both'}`)
     }
     const caServer = c.string(t, 'ca_server', p, d.caServer)
     if (!/^https:\/\/[^\s/]+/.test(caServer)) c.problem(join(p, 'ca_server'), 'an https:// directory URL', caServer)
@@ -85,7 +96,9 @@ export function checkResolvers (c: Checker, raw: unknown, entrypoints: readonly 
       keyType: c.oneOf(t, 'key_type', p, KEY_TYPES, d.keyType),
       caCertificate,
       renewBeforeMs: c.duration(t, 'renew_before', p, d.renewBeforeMs),
+      challenge: t.tls_challenge !== undefined ? 'tls-alpn-01' : 'http-01',
       httpEntrypoint,
+      tlsEntrypoint,
     })
   }
   return out

@@ -3,7 +3,8 @@
 // - http, https: a uWS app per entry point in every worker, all on the same
 //   address (SO_REUSEPORT: the kernel spreads connections), each with a
 //   WebSocket route next to its HTTP route.
-// - https with tls.ca (mTLS): the TLS handshake runs on node:tls in worker 0
+// - https with tls.ca (mTLS), or named by a resolver's tls_challenge
+//   (tls-alpn-01): the TLS handshake runs on node:tls in worker 0
 //   (tls-terminator.ts says why uWS cannot do it), which hands the decrypted
 //   connections to a plain uWS app that every worker listens with on a unix
 //   socket in global.state_dir.
@@ -14,11 +15,12 @@
 // thread must own each. Worker 0 is already supervised (restarted with
 // back-off), gets every config generation, obeys the connection cap and
 // drain, and has its own counter stripe; a dedicated thread would need all of
-// that again. The cost: TCP relaying and mTLS encryption run on that one
-// thread (mTLS HTTP work itself is spread over every worker).
+// that again. The cost: TCP relaying and the encryption of terminated https
+// entry points (mTLS, tls-alpn-01) run on that one thread (their HTTP work
+// itself is spread over every worker).
 //
 // Certificates: on every config generation (so on SIGHUP) each worker
-// re-reads its https entry points' files (only worker 0 those of mTLS ones,
+// re-reads its https entry points' files (only worker 0 those of terminated ones,
 // as it alone holds their terminators). When their contents changed, a
 // uWS entry point gets a new SSLApp listening on the same address, then the
 // old listen socket is closed: established connections (keep-alive, WebSocket)
@@ -27,11 +29,12 @@
 // net.ipv4.tcp_migrate_req = 1.) The terminator swaps its secure context.
 import { chmodSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { tlsChallengeEntrypoints } from '../config/acme.js'
 import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
 import { lbError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { AcmeCert, WorkerData } from '../protocol.js'
+import type { AcmeAlpnChallenge, AcmeCert, WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Connections } from './connections.js'
 import { SentBytes } from './sent-bytes.js'
@@ -46,9 +49,6 @@ type Uws = ReturnType<typeof loadUws>
 /** Linux sun_path holds 108 bytes with its terminating NUL. */
 const UNIX_PATH_MAX = 107
 
-function isMtls (ep: EntryPointConf): boolean {
-  return ep.protocol === 'https' && ep.tls!.ca !== ''
-}
 
 function tlsError (ep: EntryPointConf, err: unknown): Error {
   const reason = (err as Error).message.replace(/^error:[0-9A-F]+:/, '')
@@ -75,6 +75,10 @@ export class EntryPoints {
   /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
   #acme: readonly AcmeCert[]
   readonly #acmeKeys = new Map<string, string>()
+  /** tls-alpn-01 challenges pending (worker 0's terminators answer them) */
+  #alpn: Readonly<Record<string, AcmeAlpnChallenge>>
+  /** https entry points that tls_challenge names: terminated in node:tls like mTLS ones */
+  readonly #alpnEps: ReadonlySet<string>
   #listening = false
   #refreshing: Promise<void> = Promise.resolve()
 
@@ -91,6 +95,13 @@ export class EntryPoints {
     this.#log = log
     this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
     this.#acme = data.acme.certs
+    this.#alpn = data.acme.alpn
+    this.#alpnEps = tlsChallengeEntrypoints(data.config.certificatesResolvers)
+  }
+
+  /** Whether node:tls in worker 0 terminates the entry point's TLS (mTLS, or tls-alpn-01) rather than uWS. */
+  #terminated (ep: EntryPointConf): boolean {
+    return ep.protocol === 'https' && (ep.tls!.ca !== '' || this.#alpnEps.has(ep.name))
   }
 
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
@@ -98,7 +109,7 @@ export class EntryPoints {
     return new SentBytes(this.#shm, this.#worker, ep)
   }
 
-  /** Unix socket on which `worker` takes the connections of mTLS entry point number `ep`. */
+  /** Unix socket on which `worker` takes the connections of terminated entry point number `ep`. */
   socketPath (ep: number, worker: number): string {
     return join(this.#stateDir, `mtls-${ep}-${worker}.sock`)
   }
@@ -106,7 +117,7 @@ export class EntryPoints {
   /** Internal listeners, the terminators' certificates, then the public listeners. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
   async start (): Promise<void> {
     for (const [i, ep] of this.#eps.entries()) {
-      if (!isMtls(ep)) continue
+      if (!this.#terminated(ep)) continue
       const path = this.socketPath(i, this.#worker)
       if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
       rmSync(path, { force: true }) // left by a previous run of this worker
@@ -120,7 +131,10 @@ export class EntryPoints {
         try {
           this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
           const workers = this.#workers
-          this.#terminators.set(ep.name, new TlsTerminator(ep, workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs))
+          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs)
+          t.setChallenges(this.#alpn)
+          this.#terminators.set(ep.name, t)
+          this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))
         } catch (err) {
           throw tlsError(ep, err)
         }
@@ -139,9 +153,17 @@ export class EntryPoints {
     }
   }
 
-  /** Serves these ACME certificates from now on (core/acme/manager.ts); resolves once new handshakes get them. */
-  setAcme (certs: readonly AcmeCert[]): Promise<void> {
+  /** Serves these ACME certificates and tls-alpn-01 challenges from now on (core/acme/manager.ts); resolves once new handshakes get them. */
+  setAcme (certs: readonly AcmeCert[], alpn: Readonly<Record<string, AcmeAlpnChallenge>>): Promise<void> {
     this.#acme = certs
+    this.#alpn = alpn
+    for (const [name, t] of this.#terminators) {
+      try {
+        t.setChallenges(alpn)
+      } catch (err) {
+        this.#log.error(tlsError(this.#eps.find((e) => e.name === name)!, err).message + ' (a tls-alpn-01 challenge certificate)', { code: 'LB_ERR_TLS' })
+      }
+    }
     return this.refreshTls()
   }
 
@@ -149,7 +171,7 @@ export class EntryPoints {
   async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
     const address = `${ep.host}:${ep.port}`
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
-    if (ep.protocol === 'tcp' || isMtls(ep)) {
+    if (ep.protocol === 'tcp' || this.#terminated(ep)) {
       if (this.#worker !== 0) return null
       const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp, this.#conns) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()
@@ -199,15 +221,19 @@ export class EntryPoints {
   async #refresh (): Promise<void> {
     for (const ep of this.#eps) {
       if (ep.protocol !== 'https') continue
-      // an mTLS entry point's certificates live in worker 0's terminator; the others only listen on a unix socket
-      if (isMtls(ep) && this.#worker !== 0) continue
+      // a terminated entry point's certificates live in worker 0's terminator; the others only listen on a unix socket
+      if (this.#terminated(ep) && this.#worker !== 0) continue
       try {
         const print = tlsFingerprint(ep.tls!)
         // the files changed, or the ACME certificates (acme-sni.ts; never on mTLS entry points: lb check refuses them)
-        if (print === this.#prints.get(ep.name) && acmeKey(ep, this.#acme) === (this.#acmeKeys.get(ep.name) ?? '')) continue
+        const acme = acmeKey(ep, this.#acme)
+        if (print === this.#prints.get(ep.name) && acme === (this.#acmeKeys.get(ep.name) ?? '')) continue
         const terminator = this.#terminators.get(ep.name)
-        if (terminator !== undefined) terminator.refresh()
-        else if (this.#listening) { // in worker 0 every mTLS entry point has a terminator (start())
+        if (terminator !== undefined) {
+          terminator.refresh(withAcme(ep, this.#acme))
+          this.#acmeKeys.set(ep.name, acme)
+        }
+        else if (this.#listening) { // in worker 0 every terminated entry point has a terminator (start())
           const old = this.#open.get(ep.name)
           // the new app joins the old one's SO_REUSEPORT group before the old listen socket closes
           const l = await this.#listenOne(ep)
@@ -226,7 +252,7 @@ export class EntryPoints {
 
   /**
    * Traffic this worker carries besides its own requests (those are counted
-   * in G_WRITING): TCP sessions, and mTLS connections while any worker still
+   * in G_WRITING): TCP sessions, and terminated TLS connections while any worker still
    * has requests in flight (an idle one may be cut).
    */
   busy (): boolean {

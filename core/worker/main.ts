@@ -79,7 +79,7 @@ async function main (): Promise<void> {
         // what the control plane's ACME resolvers obtained (served by SNI) and the http-01 answers due
         setAcmeTokens(msg.state.tokens)
         // certificate files uWS cannot use are logged there (LB_ERR_TLS) and the entry point keeps what it served
-        void entrypoints.setAcme(msg.state.certs).then(() => post({ type: 'acme-applied', index: data.index, seq: msg.seq }))
+        void entrypoints.setAcme(msg.state.certs, msg.state.alpn).then(() => post({ type: 'acme-applied', index: data.index, seq: msg.seq }))
         break
       case 'drain': {
         entrypoints.unlisten()

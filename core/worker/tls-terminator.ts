@@ -1,4 +1,8 @@
-// TLS for mTLS entry points (an https entry point with tls.ca), on node:tls.
+// TLS on node:tls for the https entry points uWS cannot serve: mTLS ones
+// (with tls.ca), and those a resolver's tls_challenge names (tls-alpn-01 needs
+// ALPN, which uWS does not negotiate: tls-alpn.ts). The latter serve their
+// ACME certificates by SNI here (acme-sni.ts withAcme), and pay for it as mTLS
+// ones do: encryption on one thread (listeners.ts).
 //
 // Why not uWS: this uWS build (uSockets with BoringSSL) given a CA file asks
 // for a client certificate and refuses one that does not verify, but accepts a
@@ -19,10 +23,12 @@
 import net from 'node:net'
 import tls from 'node:tls'
 import { readFileSync } from 'node:fs'
+import type { AcmeAlpnChallenge } from '../protocol.js'
 import type { EntryPointConf } from '../config/static.js'
 import { TLS13_SUITES, type TlsConf } from '../config/tls.js'
 import { proxyV2Header } from '../net/proxy-protocol.js'
 import { listenServer } from '../net/listen.js'
+import { AlpnChallenges } from './tls-alpn.js'
 
 const conns = new Set<tls.TLSSocket>()
 
@@ -40,7 +46,7 @@ interface Contexts {
 
 /** Reads every file now; throws (with OpenSSL's reason) when one is unusable. */
 function loadContexts (conf: TlsConf): Contexts {
-  const ca = readFileSync(conf.ca)
+  const ca = conf.ca === '' ? undefined : readFileSync(conf.ca)
   const common = { ca, minVersion: 'TLSv1.2' as const, ciphers: `${TLS13_SUITES}:${conf.ciphers}`, honorCipherOrder: true }
   const main = { ...common, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
   tls.createSecureContext(main) // validates now, so a bad file is reported here rather than at the next handshake
@@ -58,37 +64,51 @@ function loadContexts (conf: TlsConf): Contexts {
 
 export class TlsTerminator {
   readonly #ep: EntryPointConf
-  readonly #conf: TlsConf
+  #conf: TlsConf
   readonly #workers: number
   readonly #socketPath: (worker: number) => string
   readonly #handshakeMs: () => number
+  readonly #alpn: AlpnChallenges
   #contexts: Contexts
-  #server: tls.Server | null = null
+  #server: net.Server | null = null
+  #tls: tls.Server | null = null
   #next = 0
 
-  /** Throws when the certificate files are unusable. */
-  constructor (ep: EntryPointConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number) {
+  /** `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). Throws when the certificate files are unusable. */
+  constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number) {
     this.#ep = ep
-    this.#conf = ep.tls!
+    this.#conf = conf
+    this.#alpn = new AlpnChallenges(ep.name)
     this.#workers = workers
     this.#socketPath = socketPath
     this.#handshakeMs = handshakeMs
     this.#contexts = loadContexts(this.#conf)
   }
 
+  /**
+   * Connections are accepted by a plain net.Server and given to the TLS server
+   * (which listens on nothing) through tls-alpn.ts, which answers tls-alpn-01
+   * validations itself.
+   */
   async listen (): Promise<boolean> {
-    const server = tls.createServer({
+    const mtls = this.#conf.ca !== ''
+    const secure = tls.createServer({
       ...this.#contexts.main,
-      requestCert: true,
-      rejectUnauthorized: true, // no certificate, or one that does not chain to `ca`: the handshake fails
+      requestCert: mtls,
+      rejectUnauthorized: mtls, // no certificate, or one that does not chain to `ca`: the handshake fails
       handshakeTimeout: this.#handshakeMs(),
       SNICallback: (name, cb) => cb(null, this.#sni(name)),
     })
-    server.on('secureConnection', (sock) => this.#relay(sock))
-    server.on('tlsClientError', () => { /* refused handshakes (no or bad client certificate, old TLS): nothing to do */ })
+    secure.on('secureConnection', (sock) => this.#relay(sock))
+    secure.on('tlsClientError', () => { /* refused handshakes (no or bad client certificate, old TLS): nothing to do */ })
+    const serve = (sock: net.Socket): void => { secure.emit('connection', sock) }
+    const server = net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
     server.on('error', () => { /* listen errors are reported through listen() */ })
     const ok = await listenServer(server, this.#ep.host, this.#ep.port)
-    if (ok) this.#server = server
+    if (ok) {
+      this.#server = server
+      this.#tls = secure
+    }
     return ok
   }
 
@@ -96,13 +116,20 @@ export class TlsTerminator {
   close (): void {
     this.#server?.close()
     this.#server = null
+    this.#tls = null
   }
 
-  /** Re-reads the certificate files; throws (keeping the current ones) when they are unusable. */
-  refresh (): void {
-    const next = loadContexts(this.#conf)
+  /** Re-reads the certificate files of `conf` (as in the constructor); throws (keeping the current ones) when they are unusable. */
+  refresh (conf: TlsConf): void {
+    const next = loadContexts(conf)
+    this.#conf = conf
     this.#contexts = next
-    this.#server?.setSecureContext(next.main)
+    this.#tls?.setSecureContext(next.main)
+  }
+
+  /** The tls-alpn-01 challenges to answer from now on. Throws (keeping the current ones) on an unusable certificate. */
+  setChallenges (challenges: Readonly<Record<string, AcmeAlpnChallenge>>): void {
+    this.#alpn.set(challenges)
   }
 
   #sni (name: string): tls.SecureContext | undefined {

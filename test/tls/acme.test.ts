@@ -4,7 +4,8 @@
 // come before routing). Certificates are checked from the outside with node:tls
 // against pebble's root; renewal under an open keep-alive connection; pebble
 // down at start; the storage file across a restart; `lb check` refusals; and
-// why tls-alpn-01 cannot work (no ALPN in this uWS build).
+// tls-alpn-01 on an https entry point terminated in node:tls (uWS negotiates
+// no ALPN).
 import { strict as assert } from 'node:assert'
 import { spawnSync } from 'node:child_process'
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
@@ -289,10 +290,51 @@ describe('renewal of a short-lived certificate (RSA 2048 key)', { timeout: 120_0
     open.socket.end()
   })
 
-  test('tls-alpn-01 is impossible on uWS: a handshake offering ALPN acme-tls/1 negotiates no protocol', (t) => {
+  test('uWS negotiates no ALPN: a handshake offering acme-tls/1 on an entry point without tls_challenge gets no protocol', (t) => {
     if (requireTool(t, 'openssl', 'openssl') === null) return
     const out = sClient(lb.port, ['-servername', 'a.lb.test', '-alpn', 'acme-tls/1'])
     assert.match(out, /No ALPN negotiated/)
+  })
+})
+
+describe('tls-alpn-01 issuance on the https entry point (terminated in node:tls)', { timeout: 120_000, skip: NO_PEBBLE }, () => {
+  let pebble: Pebble, lb: Lb, tlsPort: number
+  before(async () => {
+    tlsPort = await freePort()
+    // pebble's http-01 port has no listener: only tls-alpn-01, on lb's https entry point, can validate
+    pebble = await planPebble({ httpPort: await freePort(), tlsPort })
+    await pebble.start()
+    const resolver = resolverToml(pebble).replace('http_challenge]\nentrypoint = "web"', 'tls_challenge]\nentrypoint = "websecure"')
+    lb = (await startAdminLb(lbToml(certs, await freePort(), backend.address, resolver).replace('{{PORT}}', String(tlsPort)))).lb
+  })
+  after(async () => {
+    await lb?.stop()
+    await pebble?.stop()
+  })
+
+  test('pebble validates acme-tls/1 on lb\'s https entry point; the certificate chains to its root; ordinary HTTPS there still works', async () => {
+    await waitLog(lb, /"msg":"certificate obtained"/, 30_000)
+    const root = await pebble.rootPem()
+    const got = await peer(tlsPort, 'a.lb.test', root) // verifies chain and name, or throws
+    assert.match(got.issuer, /^Pebble Intermediate CA/)
+    assert.equal(got.names, 'DNS:a.lb.test, DNS:b.lb.test')
+    assert.equal((await peer(tlsPort, 'other.lb.test')).fingerprint, fingerprint(certs.server.cert))
+    const conn = await keepAlive(tlsPort, 'a.lb.test')
+    assert.equal(await conn.get(), 'HTTP/1.1 200 OK')
+    assert.equal(await conn.get(), 'HTTP/1.1 200 OK')
+    conn.socket.end()
+  })
+
+  test('with no challenge pending, a handshake offering acme-tls/1 gets the ordinary certificate and no protocol', async () => {
+    const root = await pebble.rootPem()
+    const alpn = await new Promise<string | false | null>((resolve, reject) => {
+      const s = tls.connect({ host: '127.0.0.1', port: tlsPort, servername: 'a.lb.test', ca: root, ALPNProtocols: ['acme-tls/1'] }, () => {
+        s.end()
+        resolve(s.alpnProtocol)
+      })
+      s.on('error', reject)
+    })
+    assert.equal(alpn, false)
   })
 })
 
@@ -316,12 +358,25 @@ describe('lb check', () => {
     assert.match(r.out, /routers\.app\.tls\.cert_resolver: unknown certificate resolver "nope" \(defined: pebble\)/)
   })
 
-  test('refuses tls_challenge and says why', () => {
-    const resolver = resolverToml({ directory: 'https://ca.example/dir', caCertificate: certs.ca } as Pebble, '[certificates_resolvers.pebble.acme.tls_challenge]')
-      .replace(/\[certificates_resolvers\.pebble\.acme\.http_challenge\]\nentrypoint = "web"\n/, '')
-    const r = check(lbToml(certs, 8080, '127.0.0.1:9', resolver).replace('{{PORT}}', '8443'))
+  test('refuses tls_challenge on an entry point that cannot take it (not https, or mTLS), and two challenges or none', () => {
+    const base = resolverToml({ directory: 'https://ca.example/dir', caCertificate: certs.ca } as Pebble)
+    const tlsOn = (ep: string): string => base.replace('http_challenge]\nentrypoint = "web"', `tls_challenge]\nentrypoint = "${ep}"`)
+    const run = (resolver: string): { status: number | null, out: string } => check(lbToml(certs, 8080, '127.0.0.1:9', resolver).replace('{{PORT}}', '8443'))
+    let r = run(tlsOn('web'))
     assert.equal(r.status, 1)
-    assert.match(r.out, /certificates_resolvers\.pebble\.acme\.tls_challenge: tls-alpn-01 is not supported: it needs the TLS server to negotiate the ALPN protocol "acme-tls\/1".*uWebSockets\.js 20\.57.*has no ALPN setting/)
+    assert.match(r.out, /certificates_resolvers\.pebble\.acme\.tls_challenge\.entrypoint: expected an entry point with protocol = "https" \(defined: websecure\), found "web"/)
+    r = check(lbToml(certs, 8080, '127.0.0.1:9', tlsOn('websecure')).replace('{{PORT}}', '8443').replace('[entrypoints.websecure.tls]\n', `[entrypoints.websecure.tls]\nca = "${certs.ca}"\n`))
+    assert.equal(r.status, 1)
+    assert.match(r.out, /certificates_resolvers\.pebble\.acme\.tls_challenge\.entrypoint: entry point websecure requires client certificates \(tls\.ca\), which the CA's validation server does not present/)
+    r = run(base + '[certificates_resolvers.pebble.acme.tls_challenge]\nentrypoint = "websecure"\n')
+    assert.equal(r.status, 1)
+    assert.match(r.out, /certificates_resolvers\.pebble\.acme: expected one challenge, .* found both/)
+    r = run(base.replace(/\[certificates_resolvers\.pebble\.acme\.http_challenge\]\nentrypoint = "web"\n/, ''))
+    assert.equal(r.status, 1)
+    assert.match(r.out, /certificates_resolvers\.pebble\.acme: expected one challenge, .* found none/)
+    r = run(tlsOn('websecure'))
+    assert.equal(r.out.includes('invalid'), false, r.out)
+    assert.equal(r.status, 0)
   })
 
   test('refuses an http_challenge entry point that is not http, an unknown key type, a router on no https entry point', () => {

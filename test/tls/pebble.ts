@@ -14,6 +14,8 @@ import { makeCerts } from './certs.js'
 export interface PebbleOptions {
   /** lb's http entry point port: where pebble validates http-01 */
   readonly httpPort: number
+  /** lb's https entry point port: where pebble validates tls-alpn-01; default: a free port (none answers) */
+  readonly tlsPort?: number
   /** certificate lifetime in seconds; 0 = pebble's default (5 years) */
   readonly validitySec?: number
 }
@@ -88,7 +90,7 @@ export async function planPebble (o: PebbleOptions): Promise<Pebble> {
       certificate: certs.server.cert,
       privateKey: certs.server.key,
       httpPort: o.httpPort,
-      tlsPort: await freePort(), // tls-alpn-01 is not used (lb cannot answer it)
+      tlsPort: o.tlsPort ?? await freePort(),
       ocspResponderURL: '',
       externalAccountBindingRequired: false,
       ...(o.validitySec !== undefined && o.validitySec > 0 ? { certificateValidityPeriod: o.validitySec } : {}),
