@@ -49,7 +49,6 @@ type Uws = ReturnType<typeof loadUws>
 /** Linux sun_path holds 108 bytes with its terminating NUL. */
 const UNIX_PATH_MAX = 107
 
-
 function tlsError (ep: EntryPointConf, err: unknown): Error {
   const reason = (err as Error).message.replace(/^error:[0-9A-F]+:/, '')
   return lbError('LB_ERR_TLS', { entrypoint: ep.name, reason })
@@ -232,8 +231,7 @@ export class EntryPoints {
         if (terminator !== undefined) {
           terminator.refresh(withAcme(ep, this.#acme))
           this.#acmeKeys.set(ep.name, acme)
-        }
-        else if (this.#listening) { // in worker 0 every terminated entry point has a terminator (start())
+        } else if (this.#listening) { // in worker 0 every terminated entry point has a terminator (start())
           const old = this.#open.get(ep.name)
           // the new app joins the old one's SO_REUSEPORT group before the old listen socket closes
           const l = await this.#listenOne(ep)
