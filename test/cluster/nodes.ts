@@ -68,26 +68,31 @@ export async function until (what: string, f: () => Promise<boolean> | boolean, 
 }
 
 export interface ClusterFixture {
-  /** null when redis-server is missing (the tests skip) */
-  redis: RedisServer | null
+  /** the suite's Redis, started by its before hook */
+  readonly redis: RedisServer
   readonly nodes: AdminLb[]
 }
 
 /** Registers before/after hooks in the calling suite: a Redis, a backend and nodes a, b, c; everything stopped after. */
 export function clusterFixture (o: NodeOptions = {}): ClusterFixture {
-  const f: ClusterFixture = { redis: null, nodes: [] }
+  let redis: RedisServer | null = null
+  const f: ClusterFixture = {
+    get redis () {
+      if (redis === null) throw new Error('the cluster fixture\'s Redis did not start (see the before hook)')
+      return redis
+    },
+    nodes: [],
+  }
   let backend: Backend | null = null
-  before(async (t) => {
-    const bin = redisBinary(t as never)
-    if (bin === null) return
-    f.redis = await startRedis(bin)
+  before(async () => {
+    redis = await startRedis(redisBinary())
     backend = await startBackend('web')
-    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, f.redis.url, name, o))
+    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, redis.url, name, o))
   })
   after(async () => {
     for (const n of f.nodes) await n.lb.stop()
     await backend?.close()
-    await f.redis?.stop()
+    await redis?.stop()
   })
   return f
 }

@@ -12,8 +12,7 @@ describe('cluster: rate limits and membership over Redis', () => {
   const f = clusterFixture()
   const nodes = f.nodes
 
-  test('every node sees the three nodes: show cluster, /api/overview, /metrics', async (t) => {
-    if (f.redis === null) return t.skip('no redis-server')
+  test('every node sees the three nodes: show cluster, /api/overview, /metrics', async () => {
     for (const n of nodes) await until('3 live nodes', async () => /^Nodes: 3$/m.test(await sock(n.sock, 'show cluster')))
     const out = await sock(nodes[0]!.sock, 'show cluster')
     assert.match(out, /^Node: a$/m)
@@ -27,8 +26,7 @@ describe('cluster: rate limits and membership over Redis', () => {
     assert.equal(await metric(nodes[2]!, 'lb_cluster_redis_up'), 1)
   })
 
-  test('150 requests in 10 s spread evenly over 3 nodes against 100 per 10 s: 100 ±5 admitted', async (t) => {
-    if (f.redis === null) return t.skip('no redis-server')
+  test('150 requests in 10 s spread evenly over 3 nodes against 100 per 10 s: 100 ±5 admitted', async () => {
     const rs = (await spread(nodes, 150, 66, '127.0.0.11')).replies
     assert.deepEqual(rs.filter((r) => r.status !== 200 && r.status !== 429), [], 'only 200 and 429')
     const admitted = ok(rs)
@@ -40,8 +38,7 @@ describe('cluster: rate limits and membership over Redis', () => {
     assert.equal(refused, 150 - admitted)
   })
 
-  test('Redis SIGKILLed under traffic: no failed request, each node on its share, then the cluster limit resumes', async (t) => {
-    if (f.redis === null) return t.skip('no redis-server')
+  test('Redis SIGKILLed under traffic: no failed request, each node on its share, then the cluster limit resumes', async () => {
     const r = f.redis
     // steady traffic from another source all along
     let stop = false
@@ -76,8 +73,7 @@ describe('cluster: rate limits and membership over Redis', () => {
     assert.deepEqual(during.filter((x) => x.status !== 200).map((x) => x.status), [], 'no failed request while Redis was gone')
   })
 
-  test('a node killed leaves the membership within its TTL', async (t) => {
-    if (f.redis === null) return t.skip('no redis-server')
+  test('a node killed leaves the membership within its TTL', async () => {
     for (const n of nodes) await until('3 live nodes', async () => /^Nodes: 3$/m.test(await sock(n.sock, 'show cluster')))
     const killedAt = Date.now()
     await nodes[2]!.lb.stop('SIGKILL')

@@ -1,7 +1,6 @@
 // A real redis-server for the cluster tests: loopback, a free port, its own
 // temporary folder, no persistence; stopped (or SIGKILLed) by its PID.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import type { TestContext } from 'node:test'
 import { Redis } from 'ioredis'
 import { freePort, sleep, tempDir } from '../helpers.js'
 
@@ -17,13 +16,12 @@ export interface RedisServer {
   stop (): Promise<void>
 }
 
-/** The redis-server binary, or null after skipping `t` when it is missing (test/tools.sh installs it). */
-export function redisBinary (t: TestContext): string | null {
+/** The redis-server binary; a missing one fails the tests (the test command installs it: test/tools.sh). */
+export function redisBinary (): string {
   try {
     return execFileSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim()
   } catch {
-    t.skip('redis-server is not installed and the test command could not install it (apt-get install -y redis-server as root)')
-    return null
+    throw new Error('redis-server is not installed and the test command could not install it (apt-get install -y redis-server as root)')
   }
 }
 
