@@ -17,6 +17,15 @@ const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
 /** a worker that has not applied an ACME state within this is not waited for (it gets the state when it restarts) */
 const ACME_ACK_MS = 5_000
 const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by itself within this is stuck
+// A worker's V8 young generation, in MB: V8's starting size, which it may then
+// no longer grow. Left free, V8 grows it to 32 MB of new space per worker when
+// many connections stay open (each holds a few objects across scavenges), and
+// the pages of the larger semi-spaces are touched one by one over the next
+// hundred thousand requests: resident memory climbed by up to 50 MB for two
+// workers long after a burst, with the live heap flat at 8 MB per worker
+// (test/e2e/memory.test.ts). Requests per CPU-second are the same or better
+// with the cap (bench/RESULTS.md, "Worker young generation").
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 12 } as const
 
 interface Slot {
   worker: Worker | null
@@ -59,7 +68,7 @@ export class Supervisor {
   #spawn (index: number): Promise<void> {
     const slot = this.#slots[index]!
     const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme }
-    const w = new Worker(WORKER_URL, { workerData: data })
+    const w = new Worker(WORKER_URL, { workerData: data, resourceLimits: WORKER_LIMITS })
     slot.worker = w
     slot.startedAt = Date.now()
     return new Promise((resolve, reject) => {
