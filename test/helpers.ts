@@ -152,12 +152,13 @@ async function runLb (file: string, dir: string, main: string | null, render: (t
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString() })
   const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
-  // the entry points' "listening" lines come before "started"
+  // the entry points' "listening" lines come before "started"; a process keeps its ports, so the first read holds
+  let mainPort: number | null = null
   const port = (): number => {
     if (main === null) throw new Error('lb.port: the config has no entry point on {{PORT}} (use lb.portOf(name))')
-    const p = listeningPort(err, main)
-    if (p === null) throw new Error(`lb.port: lb has not logged the port of entry point ${main} yet`)
-    return p
+    mainPort ??= listeningPort(err, main)
+    if (mainPort === null) throw new Error(`lb.port: lb has not logged the port of entry point ${main} yet`)
+    return mainPort
   }
   const lb: Lb = {
     get port () { return port() },
