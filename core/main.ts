@@ -17,6 +17,7 @@ import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
+import { withBoundPorts } from './control/bound-ports.js'
 import { AcmeManager } from './acme/manager.js'
 import { loadUws } from './worker/http.js'
 import type { Cluster } from './cluster/index.js'
@@ -78,6 +79,9 @@ export async function run (configPath: string): Promise<Running> {
     await gen?.close()
     throw err
   }
+  // entry points on port 0 are from now on the ports they got (what the surfaces show, what reloads compare)
+  config = withBoundPorts(config, supervisor.boundPorts)
+  for (const e of config.entrypoints) log.info('listening', { entrypoint: e.name, address: formatHostPort(e.host, e.port), protocol: e.protocol })
   const health = new HealthChecker(shm, log)
   health.update(config, slots)
   // ACME certificates: taken from storage or ordered now, in the background (until then the default certificate serves)
@@ -95,7 +99,9 @@ export async function run (configPath: string): Promise<Running> {
     const result = queue.then(async () => {
       const over = fits(candidate)
       if (over.length > 0) throw lbError('LB_ERR_CONFIG_INVALID', { file: candidate.file, problems: over.map((p) => `  ${candidate.file}: ${p}`).join('\n') })
-      const kept = STATIC_KEYS.filter((k) => JSON.stringify(candidate[k]) !== JSON.stringify(config[k]))
+      // a file that still says port 0 asks for the ports already bound, not for new ones
+      const asBound = withBoundPorts(candidate, supervisor.boundPorts)
+      const kept = STATIC_KEYS.filter((k) => JSON.stringify(asBound[k]) !== JSON.stringify(config[k]))
       if (kept.length > 0) log.warn('these sections need a restart; their running values stay', { sections: kept })
       const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])) }
       if (gen === null && wantGen(next)) {

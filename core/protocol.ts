@@ -67,7 +67,8 @@ export type ToWorker =
   | { readonly type: 'drain', readonly timeoutMs: number }
 
 export type FromWorker =
-  | { readonly type: 'ready', readonly index: number }
+  /** listening; `ports`: the port of each public listener it opened, by entry point name (the bound one for port 0) */
+  | { readonly type: 'ready', readonly index: number, readonly ports: Readonly<Record<string, number>> }
   | { readonly type: 'applied', readonly index: number, readonly generation: number }
   | { readonly type: 'rejected', readonly index: number, readonly generation: number, readonly message: string }
   | { readonly type: 'acme-applied', readonly index: number, readonly seq: number }

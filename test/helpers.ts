@@ -47,6 +47,7 @@ export async function freePort (): Promise<number> {
 }
 
 export interface Lb {
+  /** the port lb bound for the entry point written on {{PORT}} (from its "listening" log line) */
   readonly port: number
   readonly url: string
   readonly dir: string
@@ -61,10 +62,21 @@ export interface Lb {
    */
   logMatching (re: RegExp, ms?: number): Promise<string>
   readonly stdout: () => string
+  /**
+   * The port lb bound for its listener `name`: an entry point, or a management
+   * surface ("admin", "dashboard", "generation"), as its "listening" log line
+   * says; waits for that line (at most `ms`). For addresses written with port 0.
+   */
+  portOf (name: string, ms?: number): Promise<number>
   /** rewrites the config file (with the same placeholders) */
   write (toml: string): void
   reload (): void
   stop (signal?: NodeJS.Signals): Promise<number | null>
+  /**
+   * Runs lb again on the same file and folder (after stop() or a kill) and
+   * waits as startLb does. Listeners on port 0 get new ports: use the new Lb.
+   */
+  restart (opts?: LbOptions): Promise<Lb>
 }
 
 export interface LbOptions {
@@ -77,19 +89,59 @@ export interface LbOptions {
 }
 
 /**
- * Writes `toml` (with {{PORT}} replaced by a free port and {{DIR}} by a temp
- * folder) to a temp file and starts the balancer on it. A `[global]` section
+ * The port of lb's listener `name` (an entry point, or a surface: "admin",
+ * "dashboard", "generation") in `log`, lb's stderr: from its last "listening"
+ * line (lb logs one per listener once bound); null before there is one.
+ */
+export function listeningPort (log: string, name: string): number | null {
+  let port: number | null = null
+  for (const line of log.split('\n').slice(0, -1)) { // whole lines only
+    if (!line.includes('"msg":"listening"')) continue
+    const o = JSON.parse(line) as { entrypoint?: string, surface?: string, address: string }
+    if (o.entrypoint === name || o.surface === name) port = Number(o.address.slice(o.address.lastIndexOf(':') + 1))
+  }
+  return port
+}
+
+/**
+ * The entry point whose address `toml` writes as {{PORT}} (lb.port is its
+ * port), or null when there is none. {{PORT}} becomes port 0, so it may stand
+ * only for an entry point's port.
+ */
+function portEntryPoint (toml: string): string | null {
+  let section = ''
+  let name: string | null = null
+  for (const line of toml.split('\n')) {
+    const header = /^\s*\[+([^\]]+)\]/.exec(line)
+    if (header !== null) section = header[1]!.trim()
+    if (!line.includes('{{PORT}}')) continue
+    const ep = /^entrypoints\.([^.]+)$/.exec(section)
+    if (ep === null || !/^\s*address\s*=/.test(line)) throw new Error(`{{PORT}} (lb binds port 0 for it) is only for an entry point's address, found: ${line}`)
+    name ??= ep[1]!
+  }
+  return name
+}
+
+/**
+ * Writes `toml` (with {{PORT}} replaced by 0 and {{DIR}} by a temp folder) to a
+ * temp file and starts the balancer on it: lb binds a free port for the entry
+ * point on {{PORT}} and logs it, and lb.port is that port. A `[global]` section
  * with workers = 2 and access_log off is added unless the text has one.
  */
 export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> {
-  const port = await freePort()
+  const main = portEntryPoint(toml)
   const dir = tempDir()
   const file = join(dir, 'lb.toml')
   const render = (t: string): string => {
-    const text = t.replaceAll('{{PORT}}', String(port)).replaceAll('{{DIR}}', dir)
+    const text = t.replaceAll('{{PORT}}', '0').replaceAll('{{DIR}}', dir)
     return /^\[global\]/m.test(text) ? text : `[global]\nworkers = ${opts.workers ?? 2}\naccess_log = "off"\n\n${text}`
   }
   writeFileSync(file, render(toml))
+  return runLb(file, dir, main, render, opts)
+}
+
+/** Runs `lb run -c file`; `main`: the entry point lb.port is about. */
+async function runLb (file: string, dir: string, main: string | null, render: (t: string) => string, opts: LbOptions): Promise<Lb> {
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), CLI, 'run', '-c', file], {
     cwd: ROOT,
     env: { ...process.env, ...opts.env },
@@ -100,21 +152,35 @@ export async function startLb (toml: string, opts: LbOptions = {}): Promise<Lb> 
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString() })
   const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
+  // the entry points' "listening" lines come before "started"; a process keeps its ports, so the first read holds
+  let mainPort: number | null = null
+  const port = (): number => {
+    if (main === null) throw new Error('lb.port: the config has no entry point on {{PORT}} (use lb.portOf(name))')
+    mainPort ??= listeningPort(err, main)
+    if (mainPort === null) throw new Error(`lb.port: lb has not logged the port of entry point ${main} yet`)
+    return mainPort
+  }
   const lb: Lb = {
-    port,
-    url: `http://127.0.0.1:${port}`,
+    get port () { return port() },
+    get url () { return `http://127.0.0.1:${port()}` },
     dir,
     file,
     proc,
     log: () => err,
     logMatching: (re, ms) => childLogMatching(proc, () => err, re, ms),
     stdout: () => out,
+    portOf: (name, ms = 15_000) => waitFor(() => {
+      const p = listeningPort(err, name)
+      if (p === null && (proc.exitCode !== null || proc.signalCode !== null)) throw new Error(`lb exited before it listened on ${name}: ${err.slice(-2000)}`)
+      return p
+    }, `lb's "listening" log line of ${name}`, ms),
     write: (t) => writeFileSync(file, render(t)),
     reload: () => { proc.kill('SIGHUP') },
     stop: async (signal = 'SIGTERM') => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
       return exited
     },
+    restart: (o = opts) => runLb(file, dir, main, render, o),
   }
   if (opts.noWait !== true) {
     const deadline = Date.now() + 15_000
@@ -318,14 +384,17 @@ ${extra}`
 }
 
 /**
- * The shipped conf/lb.toml with each of its fixed loopback ports (8080, 5555,
- * 8081, 9001, 9002) swapped for a free one, as other tests run on this machine;
- * `ports` maps each shipped port to the one used.
+ * The shipped conf/lb.toml as other tests run on this machine: lb's own
+ * listeners (8080, 5555, 8081) on port 0, so lb binds free ports and logs them
+ * (lb.portOf, listeningPort), and the backends' fixed ports (9001, 9002) swapped
+ * for free ones (examples/backend.js takes a port, it does not report one);
+ * `ports` maps each shipped backend port to the one used.
  */
 export async function shippedConfig (): Promise<{ text: string, ports: Map<number, number> }> {
   let text = readFileSync(join(ROOT, 'conf', 'lb.toml'), 'utf8')
+  for (const p of [8080, 5555, 8081]) text = text.replaceAll(`"127.0.0.1:${p}"`, '"127.0.0.1:0"')
   const ports = new Map<number, number>()
-  for (const p of [8080, 5555, 8081, 9001, 9002]) {
+  for (const p of [9001, 9002]) {
     ports.set(p, await freePort())
     text = text.replaceAll(`"127.0.0.1:${p}"`, `"127.0.0.1:${ports.get(p)}"`)
   }

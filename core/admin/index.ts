@@ -6,6 +6,7 @@ import type http from 'node:http'
 import type net from 'node:net'
 import { formatHostPort } from '../config/static.js'
 import { lbError } from '../errors.js'
+import { boundPort } from '../net/listen.js'
 import { Authenticator } from './auth.js'
 import { configApi } from './config-api.js'
 import { ConfigStore } from './config-store.js'
@@ -46,7 +47,8 @@ export async function startManagement (base: Base, shared: SharedConfig | null =
       throw lbError('LB_ERR_ADMIN_LISTEN', { address: `${host}:${port}`, surface: name, reason: (err as Error).message })
     }
     closers.push(() => closeListener(server))
-    ctx.log.info('management listener started', { surface: name, address: formatHostPort(host, port), auth: auth !== null })
+    // the bound port: the kernel's choice when the config says port 0
+    ctx.log.info('listening', { surface: name, address: formatHostPort(host, boundPort(server)), auth: auth !== null })
   }
   try {
     const auth = new Authenticator(conf.admin)

@@ -5,7 +5,7 @@ import { type HashKind, parseEntry } from '../auth/htpasswd.js'
 import { type Checker, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { resolvePath } from './check.js'
-import { type HostPort, parseHostPort } from './host-port.js'
+import { type HostPort, parseListenAddress } from './host-port.js'
 import { isMappedV4, parseIp } from '../net/ip.js'
 
 export interface Credentials {
@@ -52,9 +52,9 @@ export function isLoopbackHost (host: string): boolean {
 
 function address (c: Checker, t: Record<string, unknown>, p: string, def: string): HostPort {
   const a = c.string(t, 'address', p, def)
-  const hp = parseHostPort(a)
-  if (hp === null) c.problem(join(p, 'address'), 'an address like "127.0.0.1:5555" or "[::1]:5555"', a)
-  return hp ?? parseHostPort(def)!
+  const hp = parseListenAddress(a)
+  if (hp === null) c.problem(join(p, 'address'), 'an address like "127.0.0.1:5555" or "[::1]:5555" (port 0: any free port)', a)
+  return hp ?? parseListenAddress(def)!
 }
 
 export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminConf {
@@ -108,7 +108,7 @@ export function checkDashboard (c: Checker, raw: unknown, admin: AdminConf): Das
   if (on && !conf.insecure && admin.users.length === 0 && admin.tokens.length === 0) {
     c.problems.push(`${p}: authentication is required (insecure = false) but [admin] has no users or tokens; add credentials or set insecure = true`)
   }
-  if (on && admin.enabled && hp.host === admin.host && hp.port === admin.port) {
+  if (on && admin.enabled && hp.port !== 0 && hp.host === admin.host && hp.port === admin.port) {
     c.problems.push(`${join(p, 'address')}: ${hp.host}:${hp.port} is already used by [admin]`)
   }
   return conf

@@ -11,7 +11,7 @@
 // routers, services and middlewares, in dynamic.ts, all reload.)
 import { availableParallelism } from 'node:os'
 import { type Checker, type Table, join, resolvePath } from './check.js'
-import { parseHostPort } from './host-port.js'
+import { parseListenAddress } from './host-port.js'
 import { DEFAULTS } from './defaults.js'
 import type { ServiceConf } from './dynamic.js'
 import { type TlsConf, checkTls } from './tls.js'
@@ -156,9 +156,10 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
     const p = join('entrypoints', name)
     const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters'])
     const address = c.string(t, 'address', p)
-    const hp = parseHostPort(address)
-    if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080"', address)
-    if (hp !== null) {
+    const hp = parseListenAddress(address)
+    if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080" (port 0: any free port)', address)
+    // port 0 twice is two ports, each the kernel's choice
+    if (hp !== null && hp.port !== 0) {
       const key = `${hp.host}:${hp.port}`
       if (seen.has(key)) c.problems.push(`${join(p, 'address')}: ${address} is already used by another entry point`)
       seen.add(key)

@@ -9,6 +9,7 @@ import type { PluginStatus } from '../plugin.js'
 import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
+import { type BoundPorts, portsBound, withBoundPorts } from './bound-ports.js'
 
 const WORKER_URL = new URL('../worker/main.js', import.meta.url)
 const BACKOFF_MIN_MS = 100
@@ -50,6 +51,8 @@ export class Supervisor {
   #acme: AcmeState = NO_ACME
   #acmeSeq = 0
   readonly #acmePending = new Map<number, { resolve: () => void, waiting: Set<number> }>()
+  /** the ports entry points on port 0 got from worker 0 (bound-ports.ts) */
+  #bound: BoundPorts = {}
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
@@ -61,11 +64,25 @@ export class Supervisor {
   }
 
   /** Starts every worker; resolves when all listen, rejects with the first fatal start-up error. */
-  start (): Promise<void> {
-    return Promise.all(this.#slots.map((_, i) => this.#spawn(i))).then(() => undefined)
+  async start (): Promise<void> {
+    if (this.#config.entrypoints.some((e) => e.port === 0)) {
+      // worker 0 alone binds the entry points on port 0; the others, and any worker
+      // restarted later (#spawn hands out #config), then listen on the ports it got
+      this.#bound = portsBound(this.#config.entrypoints, await this.#spawn(0))
+      this.#config = withBoundPorts(this.#config, this.#bound)
+      await Promise.all(this.#slots.slice(1).map((_, i) => this.#spawn(i + 1)))
+      return
+    }
+    await Promise.all(this.#slots.map((_, i) => this.#spawn(i)))
   }
 
-  #spawn (index: number): Promise<void> {
+  /** The ports the entry points on port 0 got (empty until start() resolves, and when none is on port 0). */
+  get boundPorts (): BoundPorts {
+    return this.#bound
+  }
+
+  /** Resolves with the ports of the worker's listeners (by entry point name) once it listens. */
+  #spawn (index: number): Promise<Readonly<Record<string, number>>> {
     const slot = this.#slots[index]!
     const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme }
     const w = new Worker(WORKER_URL, { workerData: data, resourceLimits: WORKER_LIMITS })
@@ -77,7 +94,7 @@ export class Supervisor {
         switch (m.type) {
           case 'ready':
             ready = true
-            resolve()
+            resolve(m.ports)
             break
           case 'fatal':
             this.#log.error('worker failed', { worker: index, error: m.message })

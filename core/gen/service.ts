@@ -6,6 +6,7 @@
 
 import { createServer, type Server } from 'node:http'
 import { dirname, join } from 'node:path'
+import { formatHostPort } from '../config/host-port.js'
 import type { Logger } from '../log.js'
 import type { GenerationConf } from './config.js'
 import { ModelCatalog } from './models.js'
@@ -98,6 +99,8 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
       await listenTcp(tcp, host, Number(conf.listen.slice(i + 1)))
       const a = tcp.address()
       tcpAddress = typeof a === 'object' && a !== null ? { host, port: a.port } : null
+      // the bound port: the kernel's choice when `listen` says port 0
+      if (tcpAddress !== null) glog.info('listening', { surface: 'generation', address: formatHostPort(host, tcpAddress.port) })
     }
     supervisor.start()
   } catch (e) {

@@ -8,3 +8,9 @@ export function listenServer (server: net.Server, host: string, port: number): P
     server.listen({ host, port, backlog: 511 }, () => resolve(true))
   })
 }
+
+/** The port `server` listens on (the kernel's choice when it was asked for 0); 0 when it does not listen. */
+export function boundPort (server: net.Server | null): number {
+  const a = server?.address()
+  return typeof a === 'object' && a !== null ? a.port : 0
+}

@@ -16,7 +16,7 @@ import { ClientState } from './client-state.js'
 import { STAGING, stage } from './body-staging.js'
 import type { ClientResponse } from './client.js'
 import { Ctx } from './context.js'
-import { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter, sslOptions } from './listen-options.js'
+import { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter, bindAnyPort, sslOptions } from './listen-options.js'
 import { expectsBody, peerText, proxiedText, readHeader } from './request-read.js'
 import { UWS_NO_LENGTH, headText, uwsLength } from './response-head.js'
 import { nativeBuild, unsupported } from './uws-support.js'
@@ -391,8 +391,10 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
     }
   }
   return new Promise((resolve) => {
-    const done = (token: us_listen_socket | false): void => resolve(token === false ? null : { close: () => uws.us_listen_socket_close(token) })
-    if (opts.unixPath !== '') app.listen_unix(done, opts.unixPath)
-    else app.listen(host, port, done)
+    const listener = (t: us_listen_socket | false, unix = false): Listener | null => t === false ? null : { port: unix ? 0 : uws.us_socket_local_port(t), close: () => uws.us_listen_socket_close(t) }
+    const bind = (p: number, done: (l: Listener | null) => void): void => { app.listen(host, p, (t) => done(listener(t))) }
+    if (opts.unixPath !== '') app.listen_unix((t) => resolve(listener(t, true)), opts.unixPath)
+    else if (port !== 0) bind(port, resolve)
+    else bindAnyPort(bind, resolve) // not a plain bind of port 0: bindAnyPort says why
   })
 }

@@ -56,7 +56,8 @@ function tlsError (ep: EntryPointConf, err: unknown): Error {
 
 export class EntryPoints {
   readonly #uws: Uws
-  readonly #eps: readonly EntryPointConf[]
+  /** an entry point on port 0 is replaced by one with the port it got, so a re-listen (new certificates) keeps that port */
+  readonly #eps: EntryPointConf[]
   readonly #worker: number
   readonly #workers: number
   readonly #stateDir: string
@@ -84,7 +85,7 @@ export class EntryPoints {
   /** `dp` returns the data plane generation in force. */
   constructor (uws: Uws, data: WorkerData, shm: Shm, handler: RequestHandler, dp: () => DataPlane, log: Logger) {
     this.#uws = uws
-    this.#eps = data.config.entrypoints
+    this.#eps = [...data.config.entrypoints]
     this.#worker = data.index
     this.#workers = data.workers
     this.#stateDir = data.config.global.stateDir
@@ -145,11 +146,22 @@ export class EntryPoints {
   /** Opens every public listener this worker hosts. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
   async listen (): Promise<void> {
     this.#listening = true
-    for (const ep of this.#eps) {
+    for (const [i, ep] of this.#eps.entries()) {
       if (this.#open.has(ep.name)) continue
       const l = await this.#listenOne(ep)
-      if (l !== null) this.#open.set(ep.name, l)
+      if (l === null) continue
+      this.#open.set(ep.name, l)
+      if (ep.port === 0) this.#eps[i] = { ...ep, port: l.port }
     }
+  }
+
+  /**
+   * The port of each public listener this worker opened, by entry point name:
+   * worker 0 reports them in its 'ready' message, and the supervisor gives
+   * entry points on port 0 the ports it got (core/control/bound-ports.ts).
+   */
+  ports (): Record<string, number> {
+    return Object.fromEntries([...this.#open].map(([name, l]) => [name, l.port]))
   }
 
   /** Serves these ACME certificates and tls-alpn-01 challenges from now on (core/acme/manager.ts); resolves once new handshakes get them. */

@@ -111,7 +111,7 @@ async function main (): Promise<void> {
       }
     }
   })
-  post({ type: 'ready', index: data.index })
+  post({ type: 'ready', index: data.index, ports: entrypoints.ports() })
 }
 
 main().catch((err: unknown) => {

@@ -19,7 +19,7 @@ import type { EntryPointConf } from '../config/static.js'
 import type { Connections } from './connections.js'
 import type { DataPlane, ServiceRuntime } from './dataplane.js'
 import { ServerTries, connectServer } from './server-tries.js'
-import { listenServer } from '../net/listen.js'
+import { boundPort, listenServer } from '../net/listen.js'
 
 const sessions = new Set<TcpSession>()
 
@@ -56,6 +56,11 @@ export class TcpListener {
     const ok = await listenServer(server, this.#ep.host, this.#ep.port)
     if (ok) this.#server = server
     return ok
+  }
+
+  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
+  get port (): number {
+    return boundPort(this.#server)
   }
 
   /** Stops accepting; open sessions carry on. */

@@ -27,7 +27,7 @@ import type { AcmeAlpnChallenge } from '../protocol.js'
 import type { EntryPointConf } from '../config/static.js'
 import { TLS13_SUITES, type TlsConf } from '../config/tls.js'
 import { proxyV2Header } from '../net/proxy-protocol.js'
-import { listenServer } from '../net/listen.js'
+import { boundPort, listenServer } from '../net/listen.js'
 import { AlpnChallenges } from './tls-alpn.js'
 
 const conns = new Set<tls.TLSSocket>()
@@ -110,6 +110,11 @@ export class TlsTerminator {
       this.#tls = secure
     }
     return ok
+  }
+
+  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
+  get port (): number {
+    return boundPort(this.#server)
   }
 
   /** Stops accepting; established connections carry on. */

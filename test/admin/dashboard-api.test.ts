@@ -106,6 +106,7 @@ fall = 1
 })
 
 test('dashboard API: no listener when disabled', async (t) => {
+  // a port of our choosing, not 0: the test shows that nothing listens on the address the config gives
   const port = await freePort()
   const lb = await startLb(`[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"

@@ -8,18 +8,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { loadConfig } from '../../core/configure.js'
-import { freePort, request, startBackend, startLb } from '../helpers.js'
+import { request, startBackend, startLb } from '../helpers.js'
 
 test('entry point health path: default, moved, off; GET and HEAD only', async (t) => {
   const app = await startBackend('app')
-  const [p2, p3] = [await freePort(), await freePort()]
   const lb = await startLb(`[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.moved]
-address = "127.0.0.1:${p2}"
+address = "127.0.0.1:0"
 health = "/lb-health"
 [entrypoints.off]
-address = "127.0.0.1:${p3}"
+address = "127.0.0.1:0"
 health = "off"
 [routers.all]
 rule = "PathPrefix(\`/\`)"
@@ -42,13 +41,13 @@ check = false
   assert.deepEqual([r.status, r.body], [200, 'app\n'], 'another method is routed')
   assert.deepEqual(reached(), ['POST /health'])
 
-  const moved = `http://127.0.0.1:${p2}`
+  const moved = `http://127.0.0.1:${await lb.portOf('moved')}`
   r = await request(`${moved}/lb-health`)
   assert.deepEqual([r.status, r.body], [200, 'OK\n'])
   r = await request(`${moved}/health`)
   assert.deepEqual([r.status, r.body], [200, 'app\n'], "the application's own /health is reachable")
 
-  const off = `http://127.0.0.1:${p3}`
+  const off = `http://127.0.0.1:${await lb.portOf('off')}`
   r = await request(`${off}/health`)
   assert.deepEqual([r.status, r.body], [200, 'app\n'])
   r = await request(`${off}/health`, { method: 'HEAD' })

@@ -1,5 +1,5 @@
 // Helpers for the management-surface tests: a balancer with the admin
-// listener, dashboard listener and runtime socket on free loopback ports,
+// listener, dashboard listener and runtime socket on loopback ports lb picks,
 // socket and HTTP one-liners, and golden files (UPDATE_GOLDEN=1 rewrites them).
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import type { TestContext } from 'node:test'
 import { join } from 'node:path'
-import { type Backend, type Lb, type LbOptions, type Reply, ROOT, freePort, request, childLogMatching, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, type LbOptions, type Reply, ROOT, listeningPort, request, startBackend, startLb } from '../helpers.js'
 
 export interface AdminLb {
   readonly lb: Lb
@@ -27,26 +27,35 @@ export interface AdminOptions extends LbOptions {
   socket?: boolean
 }
 
-/** `body` is the dynamic part of the config (entry points, routers, services); {{PORT}} is the entry point. */
+/**
+ * `body` is the dynamic part of the config (entry points, routers, services);
+ * {{PORT}} is the entry point. The admin and dashboard listeners are on port 0:
+ * lb binds free ports and logs them (lb.portOf).
+ */
 export async function startAdminLb (body: string, o: AdminOptions = {}): Promise<AdminLb> {
-  const adminPort = await freePort()
-  const dashPort = await freePort()
   const text = `${body}
 [admin]
 enabled = true
-address = "127.0.0.1:${adminPort}"
+address = "127.0.0.1:0"
 ${o.admin ?? ''}
 
 [dashboard]
-address = "127.0.0.1:${dashPort}"
+address = "127.0.0.1:0"
 ${o.dashboard ?? 'api = true\npage = true\nmetrics = true\ninsecure = true'}
 
 [runtime_socket]
 enabled = ${o.socket !== false}
 path = "lb.sock"
 `
-  const lb = await startLb(text, o)
+  return adminLb(await startLb(text, o))
+}
+
+/** The surfaces of a started lb, once its management listeners are up. */
+async function adminLb (lb: Lb): Promise<AdminLb> {
   await waitLog(lb, /"msg":"management started"/)
+  // both listening lines come before that one; a listener the config turns off has none (port 0 here)
+  const adminPort = listeningPort(lb.log(), 'admin') ?? 0
+  const dashPort = listeningPort(lb.log(), 'dashboard') ?? 0
   return { lb, admin: `http://127.0.0.1:${adminPort}`, dash: `http://127.0.0.1:${dashPort}`, sock: join(lb.dir, 'run', 'lb.sock'), adminPort, dashPort }
 }
 
@@ -54,33 +63,13 @@ export async function waitLog (lb: Lb, re: RegExp, ms = 15_000): Promise<void> {
   await lb.logMatching(re, ms)
 }
 
-/** The same config again (same ports, same folder): a restart after stop/kill. */
+/**
+ * The same config again (same file, same folder): a restart after stop/kill.
+ * The listeners on port 0 (admin, dashboard, the {{PORT}} entry point) get new
+ * ports: use the returned AdminLb.
+ */
 export async function restartLb (a: AdminLb, opts: LbOptions = {}): Promise<AdminLb> {
-  const { spawn } = await import('node:child_process')
-  const { CLI } = await import('../helpers.js')
-  const proc = spawn(process.execPath, [CLI, 'run', '-c', a.lb.file], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let err = ''
-  proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
-  const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
-  const lb: Lb = {
-    ...a.lb,
-    proc,
-    log: () => err,
-    logMatching: (re, ms) => childLogMatching(proc, () => err, re, ms),
-    stdout: () => '',
-    reload: () => { proc.kill('SIGHUP') },
-    stop: async (signal = 'SIGTERM') => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
-      return exited
-    },
-  }
-  try {
-    await lb.logMatching(/"msg":"management started"/, 15_000)
-  } catch (err) {
-    proc.kill('SIGKILL')
-    throw err
-  }
-  return { ...a, lb }
+  return adminLb(await a.lb.restart(opts))
 }
 
 /**

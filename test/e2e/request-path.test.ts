@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, childPort, freePort, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, childPort, startBackend, startLb } from '../helpers.js'
 import { type RawResponse, exchange } from './raw-http.js'
 
 const SECRET = 'the secret of private/secret.txt\n'
@@ -228,12 +228,11 @@ describe('request path options flip their behaviour', () => {
     dir = mkdtempSync(join(tmpdir(), 'lb-files-'))
     files = await startFileServer(dir)
     echo = await startBackend('echo')
-    loose = await freePort()
     lb = await startLb(config(files.port, echo.address, echo.address, `[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 
 [entrypoints.loose]
-address = "127.0.0.1:${loose}"
+address = "127.0.0.1:0"
 merge_slashes = false
 [entrypoints.loose.encoded_characters]
 allow_encoded_slash = true
@@ -244,6 +243,7 @@ allow_encoded_semicolon = true
 allow_encoded_question_mark = true
 allow_encoded_hash = true
 `))
+    loose = await lb.portOf('loose')
   })
   after(async () => {
     await lb?.stop()

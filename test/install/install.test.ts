@@ -12,7 +12,7 @@ import { type ChildProcess, type SpawnOptions, execFileSync, spawn, spawnSync } 
 import { chmodSync, chownSync, cpSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { type TestContext, test } from 'node:test'
-import { ROOT, freePort, request, shippedConfig, startBackend, tempDir } from '../helpers.js'
+import { ROOT, listeningPort, request, shippedConfig, startBackend, tempDir } from '../helpers.js'
 import { mwConfig, writeStampPackage } from '../plugins/setup.js'
 import { requireTool } from '../admin/util.js'
 
@@ -74,13 +74,12 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     assert.deepEqual(readdirSync(join(cfg, 'node_modules')).filter((d) => !d.startsWith('.')), ['lb-plugin-stamp'], 'only the plugin is installed, no lb from the registry')
     const backend = await startBackend('web', (req, res) => res.end(String(req.headers['x-request-id'])))
     t.after(() => backend.close())
-    const port = await freePort()
     const text = mwConfig(backend.address, '[middlewares.ids]\ntype = "./request-id.js"\n\n[middlewares.stamp]\ntype = "lb-plugin-stamp"\n', { '/': ['ids', 'stamp'] })
-    writeFileSync(join(cfg, 'lb.toml'), `[global]\nworkers = 1\naccess_log = "off"\n\n${text.replace('{{PORT}}', String(port))}`)
+    writeFileSync(join(cfg, 'lb.toml'), `[global]\nworkers = 1\naccess_log = "off"\n\n${text.replace('{{PORT}}', '0')}`)
     const check = spawnSync(lb, ['check', '-c', join(cfg, 'lb.toml')], { cwd: cfg, encoding: 'utf8' })
     assert.equal(check.status, 0, check.stderr)
     const { proc, exited, err } = await runUntil(t, lb, ['run', '-c', join(cfg, 'lb.toml')], { cwd: cfg }, /"msg":"started"/)
-    const r = await request(`http://127.0.0.1:${port}/`)
+    const r = await request(`http://127.0.0.1:${listeningPort(err(), 'web')}/`)
     assert.equal(r.status, 200, r.body)
     assert.equal(r.headers['x-request-id'], r.body, 'request-id (by path) sent its id upstream and back')
     assert.equal(r.headers['x-stamp'], 'clock runs every 10ms', 'lb-plugin-stamp (by package name) ran on the installed lb\'s clock')
@@ -107,8 +106,7 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     if (process.getuid?.() !== 0) { t.skip('needs root to switch to the user nobody (setpriv)'); return }
     const etc = join(root, 'etc', 'lb')
     mkdirSync(etc, { recursive: true })
-    const { text, ports } = await shippedConfig()
-    const port = ports.get(8080)!
+    const { text } = await shippedConfig()
     writeFileSync(join(etc, 'lb.toml'), text)
     chmodSync(join(etc, 'lb.toml'), 0o444)
     chmodSync(etc, 0o555)
@@ -128,7 +126,7 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     assert.match(check.stdout, /test is successful/)
 
     const { proc, exited, err } = await runUntil(t, 'setpriv', [...asNobody, ...argv('ExecStart')], { env }, /"msg":"management started"/)
-    assert.equal((await request(`http://127.0.0.1:${port}/health`)).status, 200)
+    assert.equal((await request(`http://127.0.0.1:${listeningPort(err(), 'web')}/health`)).status, 200)
     const sock = join(runtime, 'lb.sock')
     assert.match(execFileSync('socat', ['stdio', `unix-connect:${sock}`], { input: 'show info\n', encoding: 'utf8' }), /^Name: lb\n/)
     proc.kill('SIGTERM')

@@ -30,7 +30,7 @@ test('README: the suggested backends come UP under the shipped config and serve 
   for (const name of ['web1', 'web2']) {
     await lb.logMatching(new RegExp(`"msg":"health check passed, server UP"[^\\n]*"server":"${name}"[^\\n]*GET /health → 200`), 10_000)
   }
-  const url = `http://127.0.0.1:${ports.get(8080)}/`
+  const url = `http://127.0.0.1:${await lb.portOf('web')}/`
   const bodies = new Set([(await request(url)).body, (await request(url)).body])
   assert.deepEqual(bodies, new Set(backendPorts.map((p) => `backend :${ports.get(p)}: GET /\n`)))
   assert.doesNotMatch(lb.log(), /server DOWN|health check failed/)

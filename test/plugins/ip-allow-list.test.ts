@@ -2,7 +2,7 @@
 // service's `allow` uses the same matcher and is validated the same way.
 import { strict as assert } from 'node:assert'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, freePort, request, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, request, startBackend, startLb } from '../helpers.js'
 import { oneMiddleware, problems } from './setup.js'
 
 describe('ipAllowList config validation', () => {
@@ -19,12 +19,11 @@ describe('ipAllowList through the balancer', () => {
   let backend: Backend, lb: Lb, v6: number
   before(async () => {
     backend = await startBackend('web')
-    v6 = await freePort()
     lb = await startLb(`
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.v6]
-address = "[::1]:${v6}"
+address = "[::1]:0"
 
 [routers.v4]
 rule = "PathPrefix(\`/v4\`)"
@@ -55,6 +54,7 @@ source_range = ["127.0.0.2/31"]
 type = "ipAllowList"
 source_range = ["127.0.0.5", "::1/128"]
 `)
+    v6 = await lb.portOf('v6')
   })
   after(async () => { await lb.stop(); await backend.close() })
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Lb, firstChecksPassed, freePort, request, sleep, startLb, waitFor } from '../helpers.js'
+import { type Lb, firstChecksPassed, request, sleep, startLb, waitFor } from '../helpers.js'
 
 interface Echo {
   readonly name: string
@@ -91,7 +91,7 @@ tunnel = "2s"
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.db]
-address = "127.0.0.1:{{TCP}}"
+address = "127.0.0.1:0"
 protocol = "tcp"
 service = "echo"
 [routers.status]
@@ -115,8 +115,8 @@ describe('TCP mode', () => {
   before(async () => {
     a = await startEcho('a')
     b = await startEcho('b')
-    tcp = await freePort()
-    lb = await startLb(tcpConfig([a.address, b.address]).replaceAll('{{TCP}}', String(tcp)))
+    lb = await startLb(tcpConfig([a.address, b.address]))
+    tcp = await lb.portOf('db')
     await firstChecksPassed(lb, ['s1', 's2'])
   })
   after(async () => { await lb.stop(); await a.stop(); await b.stop() })
@@ -208,8 +208,8 @@ describe('TCP mode', () => {
 
 test('TCP connections count toward global.max_connections: one over the cap is closed at once', async (t) => {
   const a = await startEcho('a')
-  const tcp = await freePort()
-  const lb = await startLb(tcpConfig([a.address], '', 'max_connections = 3').replaceAll('{{TCP}}', String(tcp)))
+  const lb = await startLb(tcpConfig([a.address], '', 'max_connections = 3'))
+  const tcp = await lb.portOf('db')
   t.after(async () => { await lb.stop(); await a.stop() })
   const conns = [open(tcp), open(tcp), open(tcp)]
   await Promise.all(conns.map((c) => c.greeting))
@@ -231,8 +231,8 @@ test('TCP connections count toward global.max_connections: one over the cap is c
 
 test('every TCP session is access-logged when it ends: 200 with its bytes, 502 when the connect failed, 503 when no server was usable', async (t) => {
   const a = await startEcho('a')
-  const tcp = await freePort()
-  const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"').replaceAll('{{TCP}}', String(tcp)))
+  const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"'))
+  const tcp = await lb.portOf('db')
   t.after(async () => { await lb.stop(); await a.stop() })
   await firstChecksPassed(lb, ['s1'])
   const ok = open(tcp)

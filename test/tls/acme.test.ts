@@ -150,6 +150,7 @@ after(async () => {
 describe('pebble down at start, then http-01 issuance, dashboard and metrics, storage across a restart', { timeout: 120_000, skip: NO_PEBBLE }, () => {
   let pebble: Pebble, a: AdminLb, httpPort: number
   before(async () => {
+    // a port of our choosing, not 0: pebble validates http-01 on it, so it must know it before lb starts
     httpPort = await freePort()
     pebble = await planPebble({ httpPort }) // not started yet: lb's first orders fail
     a = await startAdminLb(lbToml(certs, httpPort, backend.address, resolverToml(pebble)))
@@ -259,7 +260,7 @@ cert_resolver = "pebble"
 describe('renewal of a short-lived certificate (RSA 2048 key)', { timeout: 120_000, skip: NO_PEBBLE }, () => {
   let pebble: Pebble, lb: Lb
   before(async () => {
-    const httpPort = await freePort()
+    const httpPort = await freePort() // pebble validates http-01 there: it must know the port before lb starts
     // 30 s certificates renewed 24 s before expiry: a renewal about 6 s after each issuance
     pebble = await planPebble({ httpPort, validitySec: 30 })
     await pebble.start()
@@ -300,12 +301,12 @@ describe('renewal of a short-lived certificate (RSA 2048 key)', { timeout: 120_0
 describe('tls-alpn-01 issuance on the https entry point (terminated in node:tls)', { timeout: 120_000, skip: NO_PEBBLE }, () => {
   let pebble: Pebble, lb: Lb, tlsPort: number
   before(async () => {
-    tlsPort = await freePort()
+    tlsPort = await freePort() // pebble validates tls-alpn-01 there: it must know the port before lb starts
     // pebble's http-01 port has no listener: only tls-alpn-01, on lb's https entry point, can validate
     pebble = await planPebble({ httpPort: await freePort(), tlsPort })
     await pebble.start()
     const resolver = resolverToml(pebble).replace('http_challenge]\nentrypoint = "web"', 'tls_challenge]\nentrypoint = "websecure"')
-    lb = (await startAdminLb(lbToml(certs, await freePort(), backend.address, resolver).replace('{{PORT}}', String(tlsPort)))).lb
+    lb = (await startAdminLb(lbToml(certs, 0, backend.address, resolver).replace('{{PORT}}', String(tlsPort)))).lb
   })
   after(async () => {
     await lb?.stop()
@@ -341,9 +342,8 @@ describe('tls-alpn-01 issuance on the https entry point (terminated in node:tls)
 test('a damaged storage file is set aside (renamed .bad-<time>) and reported; lb serves the default certificate meanwhile', async (t) => {
   const dir = tempDir()
   writeFileSync(join(dir, 'acme-pebble.json'), '{"format": 1, "ca_server": ')
-  const port = await freePort()
   const lb = await startLb(`[global]\nworkers = 2\naccess_log = "off"\nstate_dir = "${dir}"\n` +
-    lbToml(certs, port, backend.address, resolverToml({ directory: `https://127.0.0.1:${await freePort()}/dir`, caCertificate: certs.ca } as Pebble)))
+    lbToml(certs, 0, backend.address, resolverToml({ directory: `https://127.0.0.1:${await freePort()}/dir`, caCertificate: certs.ca } as Pebble)))
   t.after(() => lb.stop())
   await waitLog(lb, /"code":"LB_ERR_ACME_STORAGE"/)
   assert.match(lb.log(), new RegExp(`certificate resolver pebble: storage file ${join(dir, 'acme-pebble.json')} is unusable: .*JSON.*; renamed to ${join(dir, 'acme-pebble.json')}\\.bad-\\d+`))

@@ -58,7 +58,6 @@ describe('https entry point (uWS)', () => {
   let backend: Backend, lb: Lb, narrow: number
   before(async () => {
     backend = await startBackend('web', echoHeaders)
-    narrow = await freePort()
     lb = await startLb(`
 [entrypoints.websecure]
 address = "127.0.0.1:{{PORT}}"
@@ -72,10 +71,11 @@ cert = "${certs.wild.cert}"
 key = "${certs.wild.key}"
 
 [entrypoints.narrow]
-address = "127.0.0.1:${narrow}"
+address = "127.0.0.1:0"
 protocol = "https"
 ${tlsTable('narrow', certs.server.cert, certs.server.key, 'ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256"')}
 ${routes(backend.address)}`)
+    narrow = await lb.portOf('narrow')
   })
   after(async () => { await lb.stop(); await backend.close() })
 
@@ -201,7 +201,6 @@ describe('certificates re-read on SIGHUP', () => {
   before(async () => {
     backend = await startBackend('web', echoHeaders)
     echo = await startWsEcho('ws')
-    mtls = await freePort()
     // the files the config names; the test swaps their contents
     live = { cert: join(certs.dir, 'live.crt'), key: join(certs.dir, 'live.key') }
     copyFileSync(certs.server.cert, live.cert)
@@ -212,7 +211,7 @@ address = "127.0.0.1:{{PORT}}"
 protocol = "https"
 ${tlsTable('websecure', live.cert, live.key)}
 [entrypoints.mtls]
-address = "127.0.0.1:${mtls}"
+address = "127.0.0.1:0"
 protocol = "https"
 ${tlsTable('mtls', live.cert, live.key, `ca = "${certs.ca}"`)}
 [routers.ws]
@@ -223,6 +222,7 @@ service = "ws"
 address = "${echo.address}"
 check = false
 ${routes(backend.address)}`)
+    mtls = await lb.portOf('mtls')
   })
   after(async () => { await lb.stop(); await backend.close(); await echo.close() })
 
@@ -296,6 +296,7 @@ describe('HTTP → HTTPS with the redirectScheme middleware', () => {
   let backend: Backend, lb: Lb, secure: number
   before(async () => {
     backend = await startBackend('web', echoHeaders)
+    // a port of our choosing, not 0: the redirect middleware in the same file names it
     secure = await freePort()
     lb = await startLb(`
 [entrypoints.web]

@@ -23,16 +23,16 @@ tunnel = "3s"
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.small]
-address = "127.0.0.1:${small}"
+address = "127.0.0.1:0"
 websocket_max_message = "64k"
 [entrypoints.websecure]
-address = "127.0.0.1:${secure}"
+address = "127.0.0.1:0"
 protocol = "https"
 [entrypoints.websecure.tls]
 cert = "${certs.server.cert}"
 key = "${certs.server.key}"
 [entrypoints.mtls]
-address = "127.0.0.1:${mtls}"
+address = "127.0.0.1:0"
 protocol = "https"
 [entrypoints.mtls.tls]
 cert = "${certs.server.cert}"
@@ -105,8 +105,10 @@ check = false
     })
     // never reads: its socket is paused as soon as the WebSocket opens
     stall = await startWsEcho('stall', { onConnection: (ws) => (ws as unknown as { _socket: { pause (): void } })._socket.pause() })
-    ;[small, secure, mtls, dead] = await Promise.all([freePort(), freePort(), freePort(), freePort()])
+    dead = await freePort() // a server address where nothing listens
     lb = await startLb(config([e1.address, e2.address]))
+    // lb's own entry points are on port 0 (the mTLS one on node:tls in worker 0): the ports it bound
+    ;[small, secure, mtls] = [await lb.portOf('small'), await lb.portOf('websecure'), await lb.portOf('mtls')]
   })
   after(async () => {
     await lb.stop()
