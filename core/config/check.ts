@@ -146,12 +146,13 @@ export class Checker {
   }
 
   /** A duration string ("5s", "250ms", "1m"); returns milliseconds. */
-  duration (t: Table, key: string, path: string, defMs: number, minMs = 0): number {
+  duration (t: Table, key: string, path: string, defMs: number, minMs = 0, maxMs = Infinity): number {
     const v = t[key]
     if (v === undefined) return defMs
     const ms = typeof v === 'string' ? parseDuration(v) : NaN
-    if (!(ms >= minMs)) {
-      this.problem(join(path, key), `a duration like "5s" or "250ms"${minMs > 0 ? ` of at least ${minMs}ms` : ''}`, v)
+    if (!(ms >= minMs && ms <= maxMs)) {
+      const range = maxMs < Infinity ? ` from ${minMs / 1000}s to ${maxMs / 1000}s` : minMs > 0 ? ` of at least ${minMs}ms` : ''
+      this.problem(join(path, key), `a duration like "5s" or "250ms"${range}`, v)
       return defMs
     }
     return ms

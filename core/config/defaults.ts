@@ -15,7 +15,13 @@ export const DEFAULTS = {
     connectMs: 5_000, // upstream connect (seed: timeout connect 5s)
     clientMs: 50_000, // client may stay silent while sending a request body (seed: timeout client 50s)
     serverMs: 50_000, // upstream may stay silent while answering (seed: timeout server 50s)
-    keepAliveMs: 65_000, // upstream idle keep-alive connections are closed after this (seed: keepalive_timeout 65s)
+    keepAliveMs: 65_000, // upstream idle keep-alive connections are closed after this
+    // a client connection whose request head is not complete after this is closed (HAProxy `timeout
+    // http-request`, nginx client_header_timeout); uWS's own value before it was a setting
+    headerMs: 30_000,
+    // an idle client connection between requests, or a client reading nothing of a response, is closed
+    // after this (seed: keep-alive time-out 65 s; nginx keepalive_timeout and send_timeout)
+    clientKeepAliveMs: 65_000,
     // WebSocket and TCP sessions: closed after this long with no byte either way (HAProxy `timeout tunnel`;
     // unset there, the seed's client/server time-outs of 50s apply)
     tunnelMs: 50_000,

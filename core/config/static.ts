@@ -36,6 +36,10 @@ export interface TimeoutsConf {
   readonly clientMs: number
   readonly serverMs: number
   readonly keepAliveMs: number
+  /** client connections without a complete request head are closed after this (whole seconds, 1-960) */
+  readonly headerMs: number
+  /** idle client connections between requests, and clients reading nothing of a response, are closed after this (whole seconds, 1-960) */
+  readonly clientKeepAliveMs: number
   /** WebSocket and TCP sessions: idle time (no byte either way) before they are closed */
   readonly tunnelMs: number
 }
@@ -126,14 +130,18 @@ export function checkGlobal (c: Checker, raw: unknown, baseDir: string): GlobalC
 
 export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
   const p = 'timeouts'
-  const t = c.table(raw, p, ['connect', 'client', 'server', 'keep_alive', 'tunnel'])
+  const t = c.table(raw, p, ['connect', 'client', 'server', 'keep_alive', 'tunnel', 'header', 'client_keep_alive'])
   const d = DEFAULTS.timeouts
+  // uWS counts these in whole seconds up to 960 (a larger value wraps round to a few seconds)
+  const uwsSeconds = (key: string, def: number): number => Math.ceil(c.duration(t, key, p, def, 1_000, 960_000) / 1000) * 1000
   return {
     connectMs: c.duration(t, 'connect', p, d.connectMs, 1),
     clientMs: c.duration(t, 'client', p, d.clientMs, 1),
     serverMs: c.duration(t, 'server', p, d.serverMs, 1),
     keepAliveMs: c.duration(t, 'keep_alive', p, d.keepAliveMs, 1),
     tunnelMs: c.duration(t, 'tunnel', p, d.tunnelMs, 100),
+    headerMs: uwsSeconds('header', d.headerMs),
+    clientKeepAliveMs: uwsSeconds('client_keep_alive', d.clientKeepAliveMs),
   }
 }
 

@@ -23,15 +23,11 @@ import { nativeBuild, unsupported } from './uws-support.js'
 import type { ClientWebSocket, WebSocketUpgrade, WsSession } from './ws-client.js'
 import { dialSelf } from './ws-handshake.js'
 
-// their names as other modules have always imported them from here
-export { type Listener, type ListenOptions, PLAIN, type RequestHandler, type SentCounter }
-
 type Uws = typeof import('uWebSockets.js')
 
 /**
- * Loads uWS's native binary: lb's patched copy where its install step made
- * one (uws-support.ts), the shim first, into the global symbol scope, then the
- * copy with RTLD_NOW so that a missing symbol is an error here and never a
+ * Loads uWS's native binary: lb's patched copy where its install step made one (uws-support.ts), the shim first,
+ * into the global symbol scope, then the copy with RTLD_NOW so that a missing symbol is an error here and never a
  * crash at its first call; elsewhere the package's binary as it is.
  */
 export function loadUws (): Uws {
@@ -236,30 +232,25 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
 }
 
 /**
- * A WebSocket this thread holds open to itself, only ever corked: the way
- * around a bug of this uWS build. A late upgrade (ours wait for the server's
- * 101) must run in res.cork, and HttpResponse::cork, once its callback returns,
- * reads the HTTP state of the socket upgrade() just reallocated as a WebSocket:
- * bytes that happen to say "Connection: close" close it at once (101, then
- * 1006; fixed in uWebSockets PR #1929, not in uWebSockets.js 20.57). While
- * another socket of the loop is corked, res.cork skips that check: so upgrades
- * run inside corkAnchor.cork(), their few writes uncorked. null until started
- * or if the anchor closed: upgrades then take the plain path.
+ * A WebSocket this thread holds open to itself, only ever corked: the way around a bug of this uWS build. A late
+ * upgrade (ours wait for the server's 101) must run in res.cork, and HttpResponse::cork, once its callback returns,
+ * reads the HTTP state of the socket upgrade() just reallocated as a WebSocket: bytes that happen to say
+ * "Connection: close" close it at once (101, then 1006; fixed in uWebSockets PR #1929, not in uWebSockets.js
+ * 20.57). While another socket of the loop is corked, res.cork skips that check: so upgrades run inside
+ * corkAnchor.cork(), their few writes uncorked. null until started or if it closed: upgrades take the plain path.
  */
 let corkAnchor: WebSocket<unknown> | null = null
 let anchorStarted: Promise<void> | null = null
 
 /**
- * Connects this thread's cork anchor: a uWS app on an ephemeral loopback port,
- * one node:net WebSocket handshake to it, then the port is closed again so no
- * one else can connect. Resolves once the anchor is open, or once connecting
- * it failed (upgrades then take the plain path).
+ * Connects the cork anchor: an app on an ephemeral loopback port, one node:net handshake to it, then the port
+ * closes. Resolves once the anchor is open, or once connecting it failed (upgrades then take the plain path).
  */
 function startCorkAnchor (uws: Uws): Promise<void> {
   if (anchorStarted !== null) return anchorStarted
   anchorStarted = new Promise((resolve) => {
     const app = uws.App()
-    apps.push(app)
+    adopt(app)
     let token: us_listen_socket | false = false
     const done = (): void => {
       if (token !== false) uws.us_listen_socket_close(token)
@@ -293,6 +284,15 @@ type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendF
 
 const apps: TemplatedApp[] = []
 
+/** The client time-outs of this build's apps, in s, checked on a 4-second tick; its .d.ts lacks them (TimeoutsConf says what each covers). */
+type TimedApp = TemplatedApp & { setIdleTimeout (s: number): TimedApp, setResponseTimeout (s: number): TimedApp }
+let clientTimeouts = [30, 30] // uWS's own until the config's are set: [timeouts.header, timeouts.client_keep_alive]
+const applyTimeouts = (app: TemplatedApp): void => { (app as TimedApp).setIdleTimeout(clientTimeouts[0]!).setResponseTimeout(clientTimeouts[1]!) }
+const adopt = (app: TemplatedApp): void => { apps.push(app); applyTimeouts(app) } // closed by closeAllApps
+
+/** Sets the client time-outs (s) of every app of this thread and of those it makes later; new timers use them. */
+export function setClientTimeouts (headerS: number, keepAliveS: number): void { clientTimeouts = [headerS, keepAliveS]; apps.forEach(applyTimeouts) }
+
 /**
  * Closes every app of this thread with all its connections. A worker thread
  * must call this before it ends (process 'exit'): ending with uWS sockets still
@@ -321,19 +321,17 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
 }
 
 /**
- * Starts a uWS app for one entry point. Every request is copied into a Ctx and
- * handed to `handler`; so is every WebSocket upgrade request, with a client
- * whose `websocket` is set. Resolves once listening (SO_REUSEPORT: every
- * worker listens on the same address and the kernel spreads connections).
- * An https app whose files cannot be used throws (uWS: "App construction
- * failed"); callers check the files first (core/config/tls.ts) for a precise message.
+ * Starts a uWS app for one entry point. Every request is copied into a Ctx and handed to `handler`; so is every
+ * WebSocket upgrade request, with a client whose `websocket` is set. Resolves once listening (SO_REUSEPORT: every
+ * worker listens on the same address and the kernel spreads connections). An https app whose files cannot be
+ * used throws (uWS: "App construction failed"); callers check the files first (core/config/tls.ts).
  */
 export async function listenHttp (uws: Uws, host: string, port: number, entrypoint: string, proto: 'http' | 'https',
   handler: RequestHandler, opts: ListenOptions = PLAIN): Promise<Listener | null> {
   const tls = opts.tls
   if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
   const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
-  apps.push(app)
+  adopt(app)
   const proxied = opts.proxied
   const conns = opts.conns
   const sent = opts.sent

@@ -13,7 +13,7 @@ import { AccessLog } from './access-log.js'
 import { DataPlane, type PoolCache } from './dataplane.js'
 import { loadPluginModules } from '../../plugins/index.js'
 import { type StatusSink, retireMiddlewares } from './middleware.js'
-import { closeAllApps, loadUws } from './http.js'
+import { closeAllApps, loadUws, setClientTimeouts } from './http.js'
 import { EntryPoints } from './listeners.js'
 import { setAcmeTokens } from './acme-challenge.js'
 import { cutExchanges } from './proxy.js'
@@ -50,6 +50,9 @@ async function main (): Promise<void> {
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
 
+  /** timeouts.header and client_keep_alive, for every uWS app of this thread (a reload changes them for new timers) */
+  const clientTimeouts = (t: typeof data.config.timeouts): void => setClientTimeouts(t.headerMs / 1000, t.clientKeepAliveMs / 1000)
+  clientTimeouts(data.config.timeouts)
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
   setAcmeTokens(data.acme.tokens)
@@ -64,6 +67,7 @@ async function main (): Promise<void> {
           .then(() => {
             const retired = dp
             dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, statusOf(msg.generation))
+            clientTimeouts(msg.config.timeouts)
             // every generation makes its middleware instances anew: the replaced ones stop what they started
             retireMiddlewares(retired.middlewares, log)
             generation = msg.generation

@@ -7,7 +7,7 @@
 // Prometheus byte counters, which count bodies as Traefik's do.
 import { type Shm, stripeBase } from '../shm/layout.js'
 import { recordSent } from '../shm/request-stats.js'
-import type { SentCounter } from './http.js'
+import type { SentCounter } from './listen-options.js'
 
 export class SentBytes implements SentCounter {
   readonly #f64: Float64Array

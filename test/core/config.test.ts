@@ -43,6 +43,8 @@ test('defaults fill what the file leaves out', () => {
   assert.equal(c.timeouts.serverMs, 50_000)
   assert.equal(c.timeouts.clientMs, 50_000)
   assert.equal(c.timeouts.keepAliveMs, 65_000)
+  assert.equal(c.timeouts.headerMs, 30_000)
+  assert.equal(c.timeouts.clientKeepAliveMs, 65_000) // the seed's keep-alive time-out
   assert.equal(c.limits.maxBodyBytes, 100 * 1024 * 1024)
   assert.equal(c.global.maxConnections, 100_000)
   const s = c.services[0]!
@@ -120,4 +122,13 @@ test('an integer outside the 64-bit range and nesting deeper than 500 name their
   assert.match(problems(`[global]\nlog_level = "info"\n[middlewares.m]\ntype = "headers"\ndeep = ${'['.repeat(600)}${']'.repeat(600)}\n`),
     /TOML syntax error: Maximum nesting depth of 500 exceeded.* \(line 5, column \d+, key middlewares\.m\.deep\)/)
   assert.match(problems(`x = ${'{a = '.repeat(600)}1${'}'.repeat(600)}\n`), /Maximum nesting depth of 500 exceeded.* \(line 1, column \d+, key x\)/)
+})
+
+test('timeouts.header and client_keep_alive: whole seconds from 1 s to 960 s (uWS counts seconds and wraps past 960)', () => {
+  const c = parseConfig(BASE + '\n[timeouts]\nheader = "1500ms"\nclient_keep_alive = "960s"\n')
+  assert.equal(c.timeouts.headerMs, 2_000, 'rounded up to a whole second')
+  assert.equal(c.timeouts.clientKeepAliveMs, 960_000)
+  const msg = problems(BASE + '\n[timeouts]\nheader = "500ms"\nclient_keep_alive = "961s"\n')
+  assert.match(msg, /timeouts\.header: expected a duration like "5s" or "250ms" from 1s to 960s, found "500ms"/)
+  assert.match(msg, /timeouts\.client_keep_alive: expected a duration like "5s" or "250ms" from 1s to 960s, found "961s"/)
 })

@@ -31,7 +31,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
   {
     surface: 'http',
     keys: ['header-syntax/silent', 'control-bytes/silent', 'mutation/silent'],
-    does: 'a CR not followed by LF in the request head: no answer; the connection is closed by the header time-out (~30 s)',
+    does: 'a CR not followed by LF in the request head: no answer; the connection is closed by the header time-out (timeouts.header)',
     readme: '| a CR not followed by LF in the request head |',
     when: bareCr,
     outcome: silent,
@@ -39,7 +39,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
   {
     surface: 'http',
     keys: ['request-line/silent'],
-    does: 'an empty line before the request line (RFC 9112 §2.2 asks servers to skip it): no answer; closed by the header time-out (~30 s)',
+    does: 'an empty line before the request line (RFC 9112 §2.2 asks servers to skip it): no answer; closed by the header time-out (timeouts.header)',
     readme: '| an empty line before the request line |',
     when: (b) => b.toString('latin1').startsWith('\r\n'),
     outcome: silent,
@@ -47,7 +47,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
   {
     surface: 'http',
     keys: ['mutation/silent', 'version/silent', 'request-line/silent'],
-    does: 'a request line without " HTTP/x.y" followed by more bytes (HTTP/0.9): no answer; closed by the header time-out (~30 s)',
+    does: 'a request line without " HTTP/x.y" followed by more bytes (HTTP/0.9): no answer; closed by the header time-out (timeouts.header)',
     readme: '| HTTP/0.9 (`GET /path` and CRLF) |',
     when: noVersion,
     outcome: silent,
@@ -97,7 +97,7 @@ export const UWS_LIMITS: readonly UwsLimit[] = [
   {
     surface: 'http',
     keys: ['garbage/silent'],
-    does: 'waits for the end of the request line, whatever its first bytes: bytes without a line end get no answer until the header time-out (~30 s)',
+    does: 'waits for the end of the request line, whatever its first bytes: bytes without a line end get no answer until the header time-out (timeouts.header)',
     readme: '| bytes without a line end',
     when: (b) => !b.includes(0x0a),
     outcome: silent,
