@@ -24,6 +24,7 @@ const DOT = 0x2e
 const PERCENT = 0x25
 const BACKSLASH = 0x5c
 const HASH = 0x23
+const SEMICOLON = 0x3b
 
 /** A path this module refused: `reason` goes into the 400 (LB_ERR_BAD_PATH). */
 export class PathRefused {
@@ -58,11 +59,14 @@ export function compilePathPolicy (conf: RequestPathConf): PathPolicy {
 /** The default policy: for a request on an entry point the current generation no longer has. */
 export const DEFAULT_POLICY: PathPolicy = compilePathPolicy(DEFAULTS.requestPath)
 
-/** p[i] (a ".") starts a "." or ".." segment: it runs to the next "/" or the end. */
+/** p[j] ends a segment's name: the end, "/", or ";" (path parameters, which servlet containers strip before resolving dot segments). */
+function nameEndsAt (p: string, j: number): boolean {
+  return j === p.length || p.charCodeAt(j) === SLASH || p.charCodeAt(j) === SEMICOLON
+}
+
+/** p[i] (a ".") starts a "." or ".." segment, with or without ";" parameters ("..;x"). */
 function dotSegmentAt (p: string, i: number): boolean {
-  const n = p.length
-  if (i + 1 === n || p.charCodeAt(i + 1) === SLASH) return true
-  return p.charCodeAt(i + 1) === DOT && (i + 2 === n || p.charCodeAt(i + 2) === SLASH)
+  return nameEndsAt(p, i + 1) || (p.charCodeAt(i + 1) === DOT && nameEndsAt(p, i + 2))
 }
 
 /**
@@ -128,6 +132,8 @@ export function normalizePath (p: string, policy: PathPolicy): string | PathRefu
     const c = i < n ? p.charCodeAt(i) : SLASH
     if (c === SLASH) {
       const last = i === n
+      // "/a/..;/b": lb would route it as written, a servlet container (Tomcat, Jetty) serves "/b"
+      if (seg.startsWith('.;') || seg.startsWith('..;')) return new PathRefused(`a dot segment with parameters ${JSON.stringify(seg)}`)
       if (seg === '..') {
         if (out.length === 0) return new PathRefused('".." above the root')
         out.pop()

@@ -127,6 +127,15 @@ describe('request path normalisation', () => {
     assert.ok(normalizePath('*', DEFAULT_POLICY) instanceof PathRefused)
   })
 
+  test('a dot segment with ";" parameters is refused: servlet containers strip them, then resolve the "..", past a PathPrefix or a skip path', () => {
+    for (const [p, seg] of [['/health/..;/admin', '..;'], ['/health/.%2e;/admin', '..;'], ['/a/..;x=1/b', '..;x=1'], ['/a/.;/b', '.;'], ['/a/..;', '..;']]) {
+      assert.equal(isNormalPath(p!, true), false, p)
+      assert.equal(norm(p!), `REFUSED: a dot segment with parameters ${JSON.stringify(seg)}`, p)
+    }
+    // ";" elsewhere is an ordinary byte of a segment name
+    for (const p of ['/a;b/c', '/a/b;jsessionid=1', '/a/...;/b', '/a/x..;/b']) assert.equal(norm(p), p)
+  })
+
   test('normalising is idempotent', () => {
     for (const p of ['/x/../a//b/./%7e%41/%c3%a9', '/a/b/../../c/', '//%2E/x/']) {
       const once = norm(p)

@@ -151,7 +151,7 @@ describe('request paths and Host through the balancer (default settings)', () =>
     assert.equal(echo.requests.length, seen)
   })
 
-  test('raw backslash, DEL, "#", non-ASCII, malformed escapes and ".." above the root are refused with 400 naming them', async () => {
+  test('raw backslash, DEL, "#", non-ASCII, malformed escapes, ".." above the root and "..;" are refused with 400 naming them', async () => {
     const cases: Array<[string | Buffer, string]> = [
       ['GET /echo/..\\..\\private HTTP/1.1\r\nhost: a', 'backslash ("\\")'],
       ['GET /echo/a\x7fb HTTP/1.1\r\nhost: a', 'control character 0x7F'],
@@ -161,6 +161,8 @@ describe('request paths and Host through the balancer (default settings)', () =>
       ['GET /echo/%zz HTTP/1.1\r\nhost: a', 'malformed percent-encoding "%zz"'],
       ['GET /../private/secret.txt HTTP/1.1\r\nhost: a', '".." above the root'],
       ['GET /echo/../../etc/passwd HTTP/1.1\r\nhost: a', '".." above the root'],
+      // a servlet container behind would serve /private/secret.txt past the /echo/ router
+      ['GET /echo/..;/private/secret.txt HTTP/1.1\r\nhost: a', 'a dot segment with parameters "..;"'],
     ]
     const seen = echo.requests.length
     for (const [head, why] of cases) {
