@@ -8,6 +8,7 @@
 //
 // Wire form: "v1." + base64url(iv[12] | ciphertext | tag[16]); the plaintext is JSON.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto'
+import type { OidcConf } from './oidc-config.js'
 
 const IV_BYTES = 12
 const TAG_BYTES = 16
@@ -39,17 +40,25 @@ export interface Login {
   readonly e: number
 }
 
+/** What a middleware's cookies are bound to besides the key and the cookie name: the provider, the client and the rules it checked. */
+export type Binding = Pick<OidcConf, 'issuer' | 'clientId' | 'emailDomains' | 'claimMatch' | 'forward'>
+
 export class CookieSealer {
   readonly #key: Buffer
   readonly #aadSession: Buffer
   readonly #aadLogin: Buffer
 
-  /** key: exactly 32 bytes; name: the session cookie's name (bound into every cookie) */
-  constructor (key: Buffer, name: string) {
+  /**
+   * key: exactly 32 bytes; name: the session cookie's name. Both and `binding` are bound into every cookie: a
+   * session the rules of one middleware admitted (its allowed domains, claim matches, forwarded headers) never
+   * opens in another that shares the key file and the cookie name, since the rules are checked only at login.
+   */
+  constructor (key: Buffer, name: string, binding: Binding) {
     if (key.length !== 32) throw new Error(`the cookie secret must be 32 bytes, found ${key.length}`)
     this.#key = key
-    this.#aadSession = Buffer.from(`lb-oidc session ${name}`)
-    this.#aadLogin = Buffer.from(`lb-oidc login ${name}`)
+    const b = JSON.stringify([binding.issuer, binding.clientId, binding.emailDomains, binding.claimMatch, binding.forward])
+    this.#aadSession = Buffer.from(`lb-oidc session ${name} ${b}`)
+    this.#aadLogin = Buffer.from(`lb-oidc login ${name} ${b}`)
   }
 
   sealSession (s: Session): string { return this.#seal(s, this.#aadSession) }

@@ -51,7 +51,7 @@ export default definePlugin<OidcConf>({
   create (conf, env) {
     const report = env.setStatus ?? (() => {})
     const issuer = new Issuer(conf, env.log, report)
-    const sealer = new CookieSealer(Buffer.from(conf.cookieSecret, 'base64'), conf.cookieName)
+    const sealer = new CookieSealer(Buffer.from(conf.cookieSecret, 'base64'), conf.cookieName, conf)
     const loginCookie = `${conf.cookieName}_login`
     const cache = new VerdictCache<Live>(CACHE_SIZE, conf.sessionLifetimeMs)
     const bearerCache = new VerdictCache<Session>(CACHE_SIZE, 60_000)

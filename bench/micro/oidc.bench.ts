@@ -27,7 +27,7 @@ cookie_secret_file = "${join(dir, 'cookie')}"
   rmSync(dir, { recursive: true })
   const sso = hooks.get('sso')!
   const onRequest = sso.onRequest! as NonNullable<Hooks['onRequest']>
-  const sealer = new CookieSealer(key, '_lb_oidc')
+  const sealer = new CookieSealer(key, '_lb_oidc', { issuer: 'https://idp.invalid', clientId: 'lb', emailDomains: [], claimMatch: [], forward: [['sub', 'x-auth-request-user'], ['email', 'x-auth-request-email']] })
   const session = {
     u: 'ann@example.com',
     h: ['x-auth-request-user', '3f9c2a4e-1b7d-4c55-9e0a-5d2f8b6c7a10', 'x-auth-request-email', 'ann@example.com'],

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { CookieSealer } from '../../plugins/oidc-cookie.js'
+import { type Binding, CookieSealer } from '../../plugins/oidc-cookie.js'
 import { type Backend, CLI, freePort, request, sleep, tempDir } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { type Idp, COOKIE_KEY, Client, echo, secrets, seen, startIdp } from './oidc-idp.js'
@@ -48,6 +48,8 @@ describe('oidc config validation', () => {
 
 describe('oidc through the balancer', () => {
   let backend: Backend, a: AdminLb, idp: Idp, lbUrl: string, issuer: string
+  /** what the sso middleware below binds its cookies to (plugins/oidc-cookie.ts) */
+  const sso = (): Binding => ({ issuer, clientId: 'lb', emailDomains: [], claimMatch: [], forward: [['sub', 'x-auth-request-user'], ['email', 'x-auth-request-email'], ['groups', 'x-auth-request-groups']] })
   before(async () => {
     backend = await echo()
     const s = secrets()
@@ -123,7 +125,7 @@ claim_match = { groups = "admins" }
     const cookie = r.headers.getSetCookie()[0]!
     assert.match(cookie, /^_lb_oidc_login=v1\.[\w-]+; Path=\/; Max-Age=600; HttpOnly; SameSite=Lax$/)
     // where the browser returns after the login: a path on this host, never one a browser reads as another host
-    const sealer = new CookieSealer(COOKIE_KEY, '_lb_oidc')
+    const sealer = new CookieSealer(COOKIE_KEY, '_lb_oidc', sso())
     for (const path of ['/app?x=1', '/\\evil.example/x', '//evil.example/x']) {
       const raw = await request(`${lbUrl}${path}`)
       assert.equal(raw.status, 302, path)
@@ -154,13 +156,17 @@ claim_match = { groups = "admins" }
     const tampered = good.slice(0, i) + (good[i] === 'A' ? 'B' : 'A') + good.slice(i + 1)
     assert.equal((await at(tampered)).status, 302)
     const session = { u: 'mallory', h: ['x-auth-request-user', 'mallory'], e: Date.now() + 3_600_000, t: Date.now() + 3_600_000, r: '' }
-    const ours = new CookieSealer(COOKIE_KEY, '_lb_oidc')
+    const ours = new CookieSealer(COOKIE_KEY, '_lb_oidc', sso())
     const crafted = await at(ours.sealSession(session))
     assert.equal(crafted.status, 200, 'a cookie sealed with the right key passes (the test seals correctly)')
     assert.equal(seen(crafted.body)['x-auth-request-user'], 'mallory')
     assert.equal((await at(ours.sealSession({ ...session, e: Date.now() - 1000 }))).status, 302, 'expired')
-    assert.equal((await at(new CookieSealer(randomBytes(32), '_lb_oidc').sealSession(session))).status, 302, 'another key')
-    assert.equal((await at(new CookieSealer(COOKIE_KEY, '_lb_admin').sealSession(session))).status, 302, 'another middleware\'s cookie')
+    assert.equal((await at(new CookieSealer(randomBytes(32), '_lb_oidc', sso()).sealSession(session))).status, 302, 'another key')
+    assert.equal((await at(new CookieSealer(COOKIE_KEY, '_lb_admin', sso()).sealSession(session))).status, 302, 'another middleware\'s cookie')
+    // the same key file and cookie name, but a middleware with other rules or another client: its sessions are not ours
+    for (const other of [{ ...sso(), emailDomains: ['gmail.com'] }, { ...sso(), clientId: 'other' }, { ...sso(), forward: [] }]) {
+      assert.equal((await at(new CookieSealer(COOKIE_KEY, '_lb_oidc', other).sealSession(session))).status, 302, JSON.stringify(other))
+    }
   })
 
   /** Starts a login, lets the provider sign `user` in, and stops before the callback reaches lb; `edit` may change the authorization URL. */
