@@ -5,6 +5,9 @@
 // none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set.
 // `skip` must be true for 'x-forwarded-for': its values are read (every line, in
 // order, as nginx's $proxy_add_x_forwarded_for), then re-emitted with the client appended.
+// A name with "_" that reads as a skipped or dropped one with "-" ("x_real_ip",
+// "x-auth-request_user") is dropped too: CGI, WSGI and Rack servers map both to
+// one variable (HTTP_X_REAL_IP), so the client's copy would stand for lb's.
 import type { Ctx } from './context.js'
 
 export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => boolean, hostFallback: string, extraLines: string): string {
@@ -20,6 +23,10 @@ export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => b
       continue
     }
     if (drop !== null && drop.includes(k)) continue
+    if (k.includes('_')) {
+      const dashed = k.replaceAll('_', '-')
+      if (skip(dashed) || (drop !== null && drop.includes(dashed))) continue
+    }
     if (k === 'host') hasHost = true
     h += k + ': ' + headers[i + 1]! + '\r\n'
   }

@@ -74,7 +74,11 @@ check = false
 
   test('Host kept, X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set, hop-by-hop headers dropped', async () => {
     const r = await request(`${lb.url}/h`, {
-      headers: { host: 'www.example:1234', 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '6.6.6.6', 'x-forwarded-proto': 'https', 'keep-alive': 'timeout=5', te: 'trailers', 'x-keep': 'yes' },
+      headers: {
+        host: 'www.example:1234', 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '6.6.6.6', 'x-forwarded-proto': 'https', 'keep-alive': 'timeout=5', te: 'trailers', 'x-keep': 'yes',
+        // what CGI/WSGI/Rack backends read as HTTP_X_REAL_IP and HTTP_X_FORWARDED_FOR: dropped, while other underscores pass
+        x_real_ip: '6.6.6.6', 'X_Forwarded-For': '6.6.6.6', x_keep_me: 'yes',
+      },
     })
     const h = JSON.parse(r.body).headers
     assert.equal(h.host, 'www.example:1234')
@@ -84,6 +88,7 @@ check = false
     assert.equal(h['keep-alive'], undefined)
     assert.equal(h.te, undefined)
     assert.equal(h['x-keep'], 'yes')
+    assert.deepEqual([h.x_real_ip, h['x_forwarded-for'], h.x_keep_me], [undefined, undefined, 'yes'])
     assert.equal(r.headers['x-backend'], 'web')
     // the upstream's hop-by-hop "Connection: keep-alive" is not relayed; this client sent
     // Connection: close (agent: false), and the balancer says it closes (RFC 9112 §9.6)

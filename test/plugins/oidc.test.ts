@@ -141,9 +141,10 @@ claim_match = { groups = "admins" }
       assert.equal(r.status, 401, JSON.stringify(h))
       assert.equal(r.headers['www-authenticate'], 'Bearer realm="oidc"')
     }
-    const r = await request(`${lbUrl}/public/a.css`, { headers: { 'x-auth-request-user': 'root' } })
+    const r = await request(`${lbUrl}/public/a.css`, { headers: { 'x-auth-request-user': 'root', 'x-auth-request_user': 'root', x_auth_request_email: 'ceo@corp.test' } })
     assert.equal(r.status, 200)
-    assert.equal(seen(r.body)['x-auth-request-user'], undefined)
+    const got = seen(r.body)
+    assert.deepEqual([got['x-auth-request-user'], got['x-auth-request_user'], got.x_auth_request_email], [undefined, undefined, undefined], 'underscore copies too (CGI reads them as the same header)')
   })
 
   test('session cookies: tampered, expired and sealed with another key are refused', async () => {
