@@ -12,8 +12,12 @@ export function refusal (conf: OidcConf, claims: Claims): string {
   if (conf.emailDomains.length > 0) {
     const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : ''
     if (email === '') return 'no email claim, and allowed_email_domains is set'
-    if (claims.email_verified === false) return `the email ${email} is not verified`
-    const domain = email.slice(email.lastIndexOf('@') + 1)
+    // anyone may type any address at a provider that does not verify it: only a verified one shows the domain is theirs
+    // (a missing email_verified, as in many access tokens, is not a yes)
+    if (claims.email_verified !== true && claims.email_verified !== 'true') return `the email ${email} is not verified (email_verified is not true)`
+    const at = email.indexOf('@')
+    if (at <= 0 || at !== email.lastIndexOf('@')) return `the email ${email} is not an address with one "@"`
+    const domain = email.slice(at + 1)
     if (!conf.emailDomains.includes(domain)) return `the email domain ${domain} is not among allowed_email_domains`
   }
   for (const [claim, accepted] of conf.claimMatch) {

@@ -36,6 +36,7 @@ export interface OidcConf {
   /** where the browser lands after logout: a path on the same host or an absolute URL. Default: "/" */
   readonly postLogoutRedirect: string
   /** path prefixes served without login */
+  /** paths served without login, each ending in "/": one matches itself without that "/" and every path below it (skipped) */
   readonly skipPaths: readonly string[]
   /** accept `Authorization: Bearer` JWT access tokens of the same issuer. Default: true */
   readonly bearer: boolean
@@ -127,7 +128,8 @@ export function validateOidc (c: Checker, t: Table, path: string, baseDir: strin
   }
   const redirectPath = path0(c, t, 'redirect_path', path, '/oauth2/callback')
   const logoutPath = path0(c, t, 'logout_path', path, '/oauth2/sign_out')
-  const skipPaths = c.strings(t, 'skip_paths', path, [])
+  // whole segments: "/health" skips /health and /health/x, never /healthz nor /health-admin
+  const skipPaths = c.strings(t, 'skip_paths', path, []).map((p) => p.endsWith('/') ? p : p + '/')
   skipPaths.forEach((p, i) => { if (!p.startsWith('/')) c.problem(join(join(path, 'skip_paths'), i), 'a path prefix starting with "/"', p) })
   const sessionLifetimeMs = c.duration(t, 'session_lifetime', path, 12 * 3_600_000, 60_000)
   if (sessionLifetimeMs > MAX_LIFETIME_MS) c.problem(join(path, 'session_lifetime'), 'a duration of at most "480h" (20 days)', t.session_lifetime)

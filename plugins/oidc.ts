@@ -220,7 +220,8 @@ export default definePlugin<OidcConf>({
       onRequest (ctx) {
         const path = ctx.path
         for (let i = 0; i < conf.skipPaths.length; i++) {
-          if (path.startsWith(conf.skipPaths[i]!)) {
+          const skip = conf.skipPaths[i]! // ends in "/": the path is under it, or is it without that "/"
+          if (path.startsWith(skip) || (path.length === skip.length - 1 && skip.startsWith(path))) {
             if (drop.length > 0) dropRequestHeaders(ctx, drop)
             return NEXT
           }

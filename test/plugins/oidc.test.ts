@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { refusal } from '../../plugins/oidc-claims.js'
+import type { OidcConf } from '../../plugins/oidc-config.js'
 import { type Binding, CookieSealer } from '../../plugins/oidc-cookie.js'
 import { type Backend, CLI, freePort, request, sleep, tempDir } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
@@ -46,6 +48,18 @@ describe('oidc config validation', () => {
   })
 })
 
+test('allowed_email_domains: only a verified address with one "@" in an allowed domain', () => {
+  const conf = { emailDomains: ['corp.test'], claimMatch: [] } as unknown as OidcConf
+  const verdict = (claims: Record<string, unknown>): string => refusal(conf, claims)
+  assert.equal(verdict({ email: 'ann@corp.test', email_verified: true }), '')
+  assert.equal(verdict({ email: 'ann@corp.test', email_verified: 'true' }), '')
+  assert.match(verdict({ email: 'ann@corp.test' }), /not verified/, 'no email_verified (many access tokens) is not a yes')
+  assert.match(verdict({ email: 'ann@corp.test', email_verified: 'false' }), /not verified/)
+  assert.match(verdict({ email: 'corp.test', email_verified: true }), /not an address with one "@"/)
+  assert.match(verdict({ email: 'a@b@corp.test', email_verified: true }), /not an address with one "@"/)
+  assert.match(verdict({ email: 'ann@gmail.com', email_verified: true }), /not among allowed_email_domains/)
+})
+
 describe('oidc through the balancer', () => {
   let backend: Backend, a: AdminLb, idp: Idp, lbUrl: string, issuer: string
   /** what the sso middleware below binds its cookies to (plugins/oidc-cookie.ts) */
@@ -60,7 +74,7 @@ describe('oidc through the balancer', () => {
 type = "oidc"
 issuer = "${issuer}"
 ${s.toml}
-skip_paths = ["/public/"]
+skip_paths = ["/public"]
 [middlewares.sso.forward_claims]
 sub = "X-Auth-Request-User"
 email = "X-Auth-Request-Email"
@@ -141,6 +155,9 @@ claim_match = { groups = "admins" }
       assert.equal(r.status, 401, JSON.stringify(h))
       assert.equal(r.headers['www-authenticate'], 'Bearer realm="oidc"')
     }
+    // skip_paths = ["/public"] by whole segments: /public and /public/x, not /publicity
+    assert.equal((await request(`${lbUrl}/publicity`, { headers: { accept: 'application/json' } })).status, 401)
+    assert.equal((await request(`${lbUrl}/public`)).status, 200)
     const r = await request(`${lbUrl}/public/a.css`, { headers: { 'x-auth-request-user': 'root', 'x-auth-request_user': 'root', x_auth_request_email: 'ceo@corp.test' } })
     assert.equal(r.status, 200)
     const got = seen(r.body)
