@@ -62,13 +62,20 @@ export class Issuer {
     this.#timer = null
   }
 
-  /** Verifies a bearer access token: signed by the provider's keys, its issuer, the configured audience, not expired. */
+  /**
+   * Verifies a bearer access token: signed by the provider's keys, its issuer, the configured audience, not
+   * expired, and not an ID token: one issued to this client for a login (it carries a nonce, or Keycloak's
+   * typ "ID") has the same issuer and audience, but says who logged in, not what an API may be asked.
+   */
   verifyBearer (token: string): Promise<JWTPayload> {
     const keys = this.#keys
     const cfg = this.config
     if (keys === null || cfg === null) return Promise.reject(new Error('provider metadata not loaded'))
     return jwtVerify(token, keys, { issuer: cfg.serverMetadata().issuer, audience: this.#conf.bearerAudience, clockTolerance: 5, requiredClaims: ['exp'] })
-      .then((r) => r.payload)
+      .then((r) => {
+        if (r.payload.nonce !== undefined || r.payload.typ === 'ID') throw new Error('an ID token is not an access token')
+        return r.payload
+      })
   }
 
   async #load (): Promise<void> {

@@ -4,6 +4,7 @@
 // the instance (teardown stops the timer).
 import { strict as assert } from 'node:assert'
 import https from 'node:https'
+import { SignJWT, importJWK } from 'jose'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, freePort, request, sleep, startLb } from '../helpers.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
@@ -62,6 +63,26 @@ describe('oidc on https, and its discovery timer', () => {
 })
 
 describe('oidc when the provider rotates its signing keys', () => {
+  test('an ID token of this client is no bearer access token: one with a nonce, or typ "ID", gets 401', { timeout: 60_000 }, async (t) => {
+    const backend = await echo()
+    const port = await freePort()
+    const jwk = signingKey('k1')
+    const idp = await startIdp({ lb: 'http://127.0.0.1:1', port, keys: [jwk] })
+    const lb = await startLb(mwConfig(backend.address, `[middlewares.sso]\ntype = "oidc"\nissuer = "http://127.0.0.1:${port}"\n${secrets().toml}\n`, { '/': ['sso'] }), { workers: 1 })
+    t.after(async () => { await lb.stop(); await idp.close(); await backend.close() })
+    // tokens the provider's key signs, for this client (the default bearer_audience): as an access token, and as ID tokens
+    const key = await importJWK(jwk as Parameters<typeof importJWK>[0], 'RS256')
+    const sign = (claims: Record<string, unknown>): Promise<string> => new SignJWT({ sub: 'ann', ...claims }).setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setIssuer(`http://127.0.0.1:${port}`).setAudience('lb').setIssuedAt().setExpirationTime('5m').sign(key)
+    const call = async (token: string): Promise<number> => (await request(`${lb.url}/app`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } })).status
+    const access = await sign({ scope: 'api' })
+    let status = 0
+    for (const end = Date.now() + 10_000; status !== 200 && Date.now() < end; await sleep(100)) status = await call(access) // until the metadata is loaded
+    assert.equal(status, 200, 'the same key and claims without a nonce pass (the test signs correctly)')
+    assert.equal(await call(await sign({ nonce: 'n-0S6_WzA2Mj' })), 401, 'an ID token from a login (nonce)')
+    assert.equal(await call(await sign({ typ: 'ID' })), 401, 'a Keycloak ID token (typ "ID")')
+  })
+
   test('a bearer token signed by a key lb has not seen makes it fetch the keys again', { timeout: 60_000 }, async (t) => {
     const backend = await echo()
     const port = await freePort()
