@@ -40,9 +40,10 @@ export function versionParam (req: Request): number | undefined {
 }
 
 export function parseBody (req: Request, what: string): unknown {
+  // required, not assumed: a body without a type is what a browser sends cross-site without asking first (browser-guard.ts)
   const type = req.headers['content-type']
-  if (type !== undefined && !/^application\/json\b/i.test(type)) {
-    throw new ApiError(415, `unsupported media type ${JSON.stringify(type.split(';')[0])}, only [application/json] are allowed`)
+  if (type === undefined || !/^application\/json\b/i.test(type)) {
+    throw new ApiError(415, `unsupported media type ${JSON.stringify((type ?? '(none)').split(';')[0])}, only [application/json] are allowed`)
   }
   if (req.body.trim() === '') throw new ApiError(400, `parsing ${what} body from "" failed, because EOF`)
   try {

@@ -6,6 +6,7 @@ import http from 'node:http'
 import { reportFault } from '../control/faults.js'
 import type { Logger } from '../log.js'
 import type { Authenticator } from './auth.js'
+import { browserRefusal } from './browser-guard.js'
 
 /** A reply: JSON value, or text with its own content type. */
 export interface Answer {
@@ -141,6 +142,12 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
     }
     const method = req.method === 'HEAD' ? 'GET' : req.method ?? 'GET'
     const head = req.method === 'HEAD'
+    const refused = browserRefusal(req.headers.host, req.headers.origin, o.host, o.auth !== null)
+    if (refused !== '') {
+      req.resume()
+      send(res, { status: 403, json: { code: 403, message: refused } }, head)
+      return
+    }
     let user = ''
     if (o.auth !== null) {
       const who = o.auth.check(req.headers.authorization)

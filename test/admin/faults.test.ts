@@ -28,7 +28,7 @@ function raw (port: number, bytes: string | Buffer): Promise<string> {
 }
 
 const req = (method: string, path: string): string =>
-  `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`
+  `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`
 
 /** Routes listed by GET /help on a listener: [method, path with {params}]. */
 async function routes (base: string): Promise<Array<[string, string]>> {
