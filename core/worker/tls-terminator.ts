@@ -100,7 +100,9 @@ export class TlsTerminator {
       SNICallback: (name, cb) => cb(null, this.#sni(name)),
     })
     secure.on('secureConnection', (sock) => this.#relay(sock))
-    secure.on('tlsClientError', () => { /* refused handshakes (no or bad client certificate, old TLS): nothing to do */ })
+    // refused handshakes (no or bad client certificate, old TLS) and those past handshakeTimeout: node:tls
+    // only reports the time-out, and a connection left open here would hold a descriptor of the process for good
+    secure.on('tlsClientError', (_err, sock) => { sock.destroy() })
     const serve = (sock: net.Socket): void => { secure.emit('connection', sock) }
     const server = net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
     server.on('error', () => { /* listen errors are reported through listen() */ })

@@ -6,6 +6,7 @@
 import { strict as assert } from 'node:assert'
 import { copyFileSync, readFileSync, renameSync } from 'node:fs'
 import https from 'node:https'
+import net from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, freePort, request, startBackend, startLb, waitFor } from '../helpers.js'
@@ -137,6 +138,8 @@ describe('mTLS entry point (node:tls terminator in front of the workers)', () =>
   before(async () => {
     backend = await startBackend('web', echoHeaders)
     lb = await startLb(`
+[timeouts]
+client = "2s"
 [entrypoints.mtls]
 address = "127.0.0.1:{{PORT}}"
 protocol = "https"
@@ -167,6 +170,20 @@ ${routes(backend.address)}`)
     assert.equal(seen.headers['x-real-ip'], '127.0.0.1')
     assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1')
     assert.deepEqual(backend.requests.map((r) => r.url), ['/who'], 'only the request with a trusted certificate reached the backend')
+  })
+
+  test('a client that sends nothing, or half a ClientHello, is closed at the handshake time-out (timeouts.client, 2 s here)', async () => {
+    const closedAfter = (first: Buffer | null): Promise<number> => new Promise((resolve) => {
+      const t0 = Date.now()
+      const s = net.connect(lb.port, '127.0.0.1', () => { if (first !== null) s.write(first) })
+      s.on('error', () => {})
+      s.on('close', () => resolve(Date.now() - t0))
+      s.setTimeout(15_000, () => { s.destroy(); resolve(-1) }) // the bound of this test, far past the 2 s handshake time-out
+    })
+    const [silent, half] = await Promise.all([closedAfter(null), closedAfter(Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00]))])
+    for (const [what, ms] of [['silent', silent], ['half a record', half]] as const) {
+      assert.ok(ms >= 1_500 && ms < 8_000, `${what}: closed after ${ms} ms (-1: still open after 15 s)`)
+    }
   })
 
   test('TLS 1.0/1.1 refused; TLS 1.3 limited to the seed\'s two suites; SNI picks the certificate', async () => {
