@@ -25,8 +25,19 @@ function trim (n: number): string {
   return String(Math.round(n * 1e6) / 1e6)
 }
 
-/** Password hashes and secrets never leave the process (they invite offline cracking). */
-const SECRET_KEYS = /^(hash|password|secret|token|tokens|key|jwks)$/i
+/**
+ * Password hashes and secrets never leave the process (they invite offline cracking): any option whose name
+ * speaks of one (a third-party plugin's apiKey, clientSecret, redisPassword, accessToken, privateKey...).
+ */
+const SECRET_KEYS = /pass|secret|token|jwks|credential|private|hash|key$/i
+/** Header names whose values are credentials (the headers middleware's requestSet / responseSet pairs). */
+const SECRET_HEADERS = /^(authorization|proxy-authorization|cookie|set-cookie)$|auth|key|token|secret|pass/i
+
+/** [name, value, ...] with the values of credential headers redacted. */
+function headerPairs (v: unknown): unknown {
+  if (!Array.isArray(v)) return v
+  return v.map((x: unknown, i) => (i % 2 === 1 && SECRET_HEADERS.test(String(v[i - 1]))) ? '<redacted>' : x)
+}
 
 /** Generic view of a plugin's validated options: secrets redacted, `xxxMs` durations as Go durations under `xxx`. */
 function generic (v: unknown): unknown {
@@ -35,6 +46,7 @@ function generic (v: unknown): unknown {
   const out: Obj = {}
   for (const [k, x] of Object.entries(v)) {
     if (SECRET_KEYS.test(k)) out[k] = '<redacted>'
+    else if (k === 'requestSet' || k === 'responseSet') out[k] = headerPairs(x)
     else if (/Ms$/.test(k) && typeof x === 'number') out[k.slice(0, -2)] = goDuration(x)
     else out[k] = generic(x)
   }
