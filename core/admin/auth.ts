@@ -3,10 +3,11 @@
 // checked by core/auth/htpasswd.ts, as for the basicAuth plugin. bcrypt costs
 // tens of milliseconds per check, so a verified Basic Authorization value is
 // remembered (keyed by its SHA-256, never stored in clear) for a short while;
-// a token costs one SHA-256 and is not remembered.
+// a token costs one SHA-256 and is not remembered. An unknown user name is
+// checked against a decoy of the first user's hash, so answer times do not
+// tell which names exist.
 import { createHash, timingSafeEqual } from 'node:crypto'
-import bcrypt from 'bcryptjs'
-import { type HtpasswdEntry, parseEntry, verifySync } from '../auth/htpasswd.js'
+import { type HtpasswdEntry, decoyOf, parseEntry, verifyAsync, verifySync } from '../auth/htpasswd.js'
 import type { Credentials } from '../config/admin.js'
 
 const CACHE_MS = 60_000
@@ -32,7 +33,7 @@ export class Authenticator {
   }
 
   /** The user name ("" for a token) when `authorization` is valid, else null. */
-  check (authorization: string | undefined): string | null {
+  async check (authorization: string | undefined): Promise<string | null> {
     if (authorization === undefined) return null
     const m = /^(Basic|Bearer)\s+(\S+)\s*$/i.exec(authorization)
     if (m === null) return null
@@ -42,15 +43,15 @@ export class Authenticator {
     }
     const text = Buffer.from(m[2]!, 'base64').toString('utf8')
     const i = text.indexOf(':')
-    if (i < 0) return null
+    if (i < 0 || this.#users.length === 0) return null
     const name = text.slice(0, i)
     const u = this.#users.find((x) => x.user === name)
-    if (u === undefined) return null
     const key = sha256(authorization).toString('hex')
     const now = Date.now()
     const until = this.#ok.get(key)
-    if (until !== undefined && until > now) return name
-    if (!verify(u, text.slice(i + 1))) return null
+    if (u !== undefined && until !== undefined && until > now) return name
+    const ok = await verify(u ?? decoyOf(this.#users[0]!), text.slice(i + 1))
+    if (!ok || u === undefined) return null
     if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
     this.#ok.set(key, now + CACHE_MS)
     return name
@@ -61,14 +62,10 @@ function sha256 (s: string): Buffer {
   return createHash('sha256').update(s).digest()
 }
 
-/**
- * The password check, synchronous because the listeners call check() inline.
- * The callers have no try: a hash bcryptjs cannot use (it throws) refuses the
- * request rather than crashing the process.
- */
-function verify (u: HtpasswdEntry, password: string): boolean {
+/** The password check; a hash bcryptjs cannot use (it throws) refuses the request rather than failing it. */
+async function verify (u: HtpasswdEntry, password: string): Promise<boolean> {
   try {
-    return verifySync(u, password) ?? bcrypt.compareSync(password, u.hash)
+    return verifySync(u, password) ?? await verifyAsync(u, password)
   } catch {
     return false
   }

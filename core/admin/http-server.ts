@@ -121,11 +121,7 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
   const primary = o.surfaces[0]!
   const server = http.createServer((req, res) => {
     // no exception of a handler (or of this code) may end the process: answer 500, log, count
-    try {
-      serve(req, res)
-    } catch (err) {
-      failed(req, res, err)
-    }
+    serve(req, res).catch((err: unknown) => failed(req, res, err))
   })
   const failed = (req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void => {
     reportFault(`${o.name} listener`, err, { method: req.method, path: req.url?.slice(0, 200) })
@@ -133,7 +129,7 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
     if (res.headersSent) res.destroy()
     else send(res, { status: 500, json: { code: 500, message: 'internal error' } }, req.method === 'HEAD')
   }
-  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  const serve = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const url = parseUrl(req.url)
     if (url === null) {
       req.resume()
@@ -150,7 +146,7 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
     }
     let user = ''
     if (o.auth !== null) {
-      const who = o.auth.check(req.headers.authorization)
+      const who = await o.auth.check(req.headers.authorization)
       if (who === null) {
         req.resume()
         send(res, { status: 401, headers: { 'www-authenticate': 'Basic realm="lb"' }, json: { code: 401, message: 'authentication required' } }, head)
