@@ -28,5 +28,5 @@ export { VerdictCache } from './auth/verdict-cache.js'
 // a claim as a header value (jwt, oidc forward claims upstream)
 export { claimHeaderValue } from './auth/claim-header.js'
 // client addresses: IP and CIDR parsing, allow lists, the client address behind trusted proxies
-export { type Cidr, allowList, canonicalIp, cidrContains, parseCidr, parseIp } from './net/ip.js'
+export { type Cidr, allowList, canonicalIp, cidrContains, ipv6Prefix, parseCidr, parseIp } from './net/ip.js'
 export { type SourceConf, type SourceOf, SOURCE_KEYS, checkCidrs, checkSource, compileCidrs, compileSource } from './net/source.js'

@@ -21,7 +21,7 @@
 // memory, in the cluster table; the control plane exchanges the counts with
 // Redis every sync_interval (core/cluster/rate-sync.ts). Without [cluster]
 // the table is absent and the limit counts on this node alone.
-import { type Checker, type ClusterTable, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, RateTable, SOURCE_KEYS, checkSource, clusterTable, compileSource, countClusterRefusal, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
+import { type Checker, type ClusterTable, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, ipv6Prefix, RateTable, SOURCE_KEYS, checkSource, clusterTable, compileSource, countClusterRefusal, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
 export type Algorithm = typeof ALGORITHMS[number]
@@ -47,11 +47,13 @@ export interface RateLimitConf {
   /** leakyBucket: pass burst requests at once instead of delaying them to the rate */
   readonly nodelay: boolean
   readonly source: SourceConf
+  /** an IPv6 source counts by its network of this many leading bits (Traefik ipv6Subnet). Default: 64 */
+  readonly ipv6Subnet: number
   /** local: this node's workers; cluster: every node of [cluster] */
   readonly scope: Scope
 }
 
-const COMMON_KEYS = ['algorithm', 'scope', ...SOURCE_KEYS]
+const COMMON_KEYS = ['algorithm', 'scope', 'ipv6_subnet', ...SOURCE_KEYS]
 const KEYS: Record<Algorithm, readonly string[]> = {
   tokenBucket: [...COMMON_KEYS, 'average', 'period', 'burst'],
   leakyBucket: [...COMMON_KEYS, 'rate', 'burst', 'nodelay'],
@@ -86,6 +88,8 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
   // keys are checked against the chosen algorithm's only when the algorithm itself is valid
   if (t.algorithm === undefined || (ALGORITHMS as readonly unknown[]).includes(t.algorithm)) c.table(t, path, KEYS[algorithm])
   const source = checkSource(c, t, path)
+  // a /64 by default: a client rotating addresses inside its own network would otherwise never be counted twice
+  const ipv6Subnet = c.int(t, 'ipv6_subnet', path, 64, 1, 128)
   const scope = c.oneOf(t, 'scope', path, SCOPES, 'local')
   switch (algorithm) {
     case 'slidingWindow':
@@ -97,6 +101,7 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         burst: 0,
         nodelay: false,
         source,
+        ipv6Subnet,
         scope,
       }
     case 'leakyBucket':
@@ -108,6 +113,7 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         burst: c.int(t, 'burst', path, 0, 0, MAX_BURST),
         nodelay: c.bool(t, 'nodelay', path, false),
         source,
+        ipv6Subnet,
         scope,
       }
     case 'tokenBucket': {
@@ -115,7 +121,7 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
       const periodMs = checkPeriod(c, t, path, 1000)
       const ratePerSec = (average * 1000) / periodMs
       if (ratePerSec > MAX_RATE) c.problem(join(path, 'average'), `at most ${MAX_RATE} requests per second over the period`, average)
-      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source, scope }
+      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source, ipv6Subnet, scope }
     }
   }
 }
@@ -175,7 +181,9 @@ export default definePlugin<RateLimitConf>({
   validate,
   create (conf, env) {
     const table = new RateTable(env.shm.i32)
-    const sourceOf = compileSource(conf.source)
+    const peerOf = compileSource(conf.source)
+    const bits = conf.ipv6Subnet
+    const sourceOf = bits >= 128 ? peerOf : (ctx: Ctx): string => ipv6Prefix(peerOf(ctx), bits)
     const [seedA, seedB] = seeds(env.name, conf.algorithm)
     if (conf.algorithm === 'slidingWindow') {
       const { periodMs, limit } = conf

@@ -66,6 +66,23 @@ export function canonicalIp (s: string): string {
   return b === null ? s : formatIp(b)
 }
 
+/**
+ * The IPv6 network of `addr` (canonical text) to `bits` leading bits, as "net/bits": one IPv6 subscriber holds a
+ * whole /64 or more and may send from any address in it (RFC 6177). IPv4 and IPv4-mapped addresses come back as
+ * they are, without work for a dotted one.
+ */
+export function ipv6Prefix (addr: string, bits: number): string {
+  if (bits >= 128 || !addr.includes(':')) return addr
+  const b = parseIp(addr)
+  if (b === null || isMappedV4(b)) return addr
+  for (let i = 0; i < 16; i++) {
+    const keep = bits - i * 8
+    if (keep <= 0) b[i] = 0
+    else if (keep < 8) b[i] = b[i]! & (0xff << (8 - keep))
+  }
+  return `${formatIp(b)}/${bits}`
+}
+
 export interface Cidr { readonly bytes: Uint8Array, readonly bits: number }
 
 /** "10.0.0.0/8", "::1", "2001:db8::/32" → Cidr; null when malformed. */

@@ -16,7 +16,7 @@ describe('rateLimit config validation', () => {
       /middlewares\.m\.rate: expected a rate like "10r\/s" or "600r\/m", above 0 and at most 1000000r\/s, found "10 per second"/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 0')), /middlewares\.m\.average: expected an integer from 1 to 1000000000, found number 0/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 5\nnodelay = true')),
-      /middlewares\.m\.nodelay: unknown key \(allowed: algorithm, scope, trusted_proxies, depth, average, period, burst\)/)
+      /middlewares\.m\.nodelay: unknown key \(allowed: algorithm, scope, ipv6_subnet, trusted_proxies, depth, average, period, burst\)/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 5\ntrusted_proxies = ["10.0.0.0/33"]')),
       /middlewares\.m\.trusted_proxies\[0\]: expected an IPv4 or IPv6 address or CIDR like "10\.0\.0\.0\/8" or "2001:db8::\/32", found "10\.0\.0\.0\/33"/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\nalgorithm = "slidingWindow"\nlimit = 5\nperiod = "2d"')),
@@ -69,7 +69,14 @@ limit = 3
 period = "10s"
 trusted_proxies = ["127.0.0.20", "127.0.0.21"]
 depth = 2
-`, { '/window': ['per-source'], '/other': ['other-window'], '/zone-delay': ['zone-delay'], '/zone': ['zone'], '/tokens': ['tokens'], '/proxied': ['behind-proxy'] }))
+
+[middlewares.v6]
+type = "rateLimit"
+algorithm = "slidingWindow"
+limit = 2
+period = "10s"
+trusted_proxies = ["127.0.0.20"]
+`, { '/window': ['per-source'], '/other': ['other-window'], '/zone-delay': ['zone-delay'], '/zone': ['zone'], '/tokens': ['tokens'], '/proxied': ['behind-proxy'], '/v6': ['v6'] }))
   })
   after(async () => { await lb.stop(); await backend.close() })
 
@@ -103,6 +110,13 @@ depth = 2
     const rs = await burst(`${lb.url}/tokens`, 6, 6, { localAddress: '127.0.0.15' })
     assert.deepEqual(statuses(rs), { 200: 4, 429: 2 })
     assert.equal(rs.find((r) => r.status === 429)!.headers['retry-after'], '1')
+  })
+
+  test('an IPv6 client counts by its /64 (ipv6_subnet): rotating addresses inside it does not escape the limit', async () => {
+    const from = async (ip: string): Promise<number> => (await request(`${lb.url}/v6`, { localAddress: '127.0.0.20', headers: { 'x-forwarded-for': ip } })).status
+    assert.deepEqual([await from('2001:db8:1:2::1'), await from('2001:db8:1:2::2'), await from('2001:db8:1:2:ffff:1:2:3')], [200, 200, 429])
+    assert.equal(await from('2001:db8:1:3::1'), 200, 'another /64 is another client')
+    assert.equal(await from('198.51.100.9'), 200, 'IPv4 by its address')
   })
 
   test('X-Forwarded-For counts only from trusted proxies, and only `depth` hops deep', async () => {
