@@ -87,7 +87,7 @@ interface Written {
 }
 
 export function configApi (ctx: AdminContext): Surface {
-  const txs = new Transactions(ctx.store, ctx.config().admin.maxOpenTransactions)
+  const txs = new Transactions(ctx.store, ctx.config().admin.maxOpenTransactions, ctx.config().admin.maxTransactionChanges)
   const r = (method: Route['method'], path: string, help: string, handler: (req: Request) => Answer | Promise<Answer>, params?: readonly string[]): Route => {
     const mutates = method !== 'GET'
     // writes take the version/transaction parameters, plus the parent backend on server paths

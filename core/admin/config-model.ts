@@ -12,6 +12,8 @@ import { parseHostPort } from '../config/static.js'
 /** The swagger enum; values outside BALANCES (our balance option) are valid HAProxy algorithms this balancer does not implement. */
 const DPAPI_ALGORITHMS = ['roundrobin', 'static-rr', 'leastconn', 'first', 'source', 'uri', 'url_param', 'hdr', 'random', 'rdp-cookie', 'hash']
 const NAME = /^[A-Za-z0-9-_.:]+$/
+/** longest backend or server name, in characters (HAProxy's are bounded too) */
+const MAX_NAME = 255
 
 /**
  * Names key plain objects (the TOML services, the state file's backends), so
@@ -20,6 +22,7 @@ const NAME = /^[A-Za-z0-9-_.:]+$/
  */
 function checkName (s: Schema, name: string): void {
   if (!NAME.test(name)) s.add(605, 'name in body should match \'^[A-Za-z0-9-_.:]+$\'')
+  else if (name.length > MAX_NAME) s.add(605, `name in body should be at most ${MAX_NAME} characters long`)
   else if (name in Object.prototype) s.add(605, `name "${name}" is reserved (a member of every JavaScript object); choose another`)
 }
 

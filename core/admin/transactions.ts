@@ -56,13 +56,15 @@ const model = (t: Tx): TransactionModel => ({ id: t.id, _version: t.version, sta
 export class Transactions {
   readonly #store: ConfigStore
   readonly #max: number
+  readonly #maxChanges: number
   /** insertion order = age: the oldest finished ones are forgotten first */
   readonly #txs = new Map<string, Tx>()
 
-  /** `max`: transactions in progress at once ([admin] max_open_transactions) */
-  constructor (store: ConfigStore, max: number) {
+  /** `max`: transactions in progress at once ([admin] max_open_transactions); `maxChanges`: changes one may stage */
+  constructor (store: ConfigStore, max: number, maxChanges: number) {
     this.#store = store
     this.#max = max
+    this.#maxChanges = maxChanges
   }
 
   #open (): number {
@@ -131,6 +133,9 @@ export class Transactions {
    */
   record (id: string, change: Change): TxView {
     const t = this.#staging(id)
+    if (t.changes.length >= this.#maxChanges) {
+      throw new ApiError(400, `transaction ${id} holds ${t.changes.length} changes, the most one may ([admin] max_transaction_changes): commit it and start another`)
+    }
     const v = this.#view(t, [...t.changes, change])
     t.changes.push(change)
     return v

@@ -21,6 +21,8 @@ export interface AdminConf extends Credentials, HostPort {
   readonly stateFile: string
   /** config API transactions in progress at once (core/admin/transactions.ts) */
   readonly maxOpenTransactions: number
+  /** changes one transaction may stage */
+  readonly maxTransactionChanges: number
 }
 
 export interface DashboardConf extends HostPort {
@@ -60,7 +62,7 @@ function address (c: Checker, t: Record<string, unknown>, p: string, def: string
 export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminConf {
   const p = 'admin'
   const d = DEFAULTS.admin
-  const t = c.table(raw, p, ['enabled', 'address', 'users', 'tokens', 'state_file', 'max_open_transactions'])
+  const t = c.table(raw, p, ['enabled', 'address', 'users', 'tokens', 'state_file', 'max_open_transactions', 'max_transaction_changes'])
   const users = c.strings(t, 'users', p, d.users)
   users.forEach((u, i) => {
     const hash = u.slice(u.indexOf(':') + 1)
@@ -88,6 +90,7 @@ export function checkAdmin (c: Checker, raw: unknown, stateDir: string): AdminCo
     tokens,
     stateFile: resolvePath(stateDir, c.string(t, 'state_file', p, d.stateFile)),
     maxOpenTransactions: c.int(t, 'max_open_transactions', p, d.maxOpenTransactions, 1, 10_000),
+    maxTransactionChanges: c.int(t, 'max_transaction_changes', p, d.maxTransactionChanges, 1, 100_000),
   }
 }
 

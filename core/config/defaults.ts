@@ -89,6 +89,8 @@ export const DEFAULTS = {
     tokens: [] as readonly string[], // bearer tokens (Authorization: Bearer <token>)
     stateFile: 'config-api.json', // the config API's writes, relative to global.state_dir
     maxOpenTransactions: 20, // config API transactions in progress at once; one more answers 429 (Data Plane API max_open_transactions)
+    // changes one transaction may stage: each staged change replays all before it, and they are held in memory
+    maxTransactionChanges: 1_000,
   },
   dashboard: {
     address: '127.0.0.1:8081', // dashboard API, dashboard page and /metrics share this listener

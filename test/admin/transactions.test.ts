@@ -159,6 +159,25 @@ test('transactions: staged writes, one-version commit, outdated 406, failed comm
   assert.equal(r.status, 200)
 })
 
+test('a transaction stages at most max_transaction_changes; names are at most 255 characters', async (t) => {
+  const [b1, b2, b3] = await backends(3)
+  const a = await startAdminLb(simpleConfig([b1!.address]), { admin: 'max_transaction_changes = 2' })
+  t.after(async () => { await a.lb.stop(); for (const b of [b1, b2, b3]) await b!.close() })
+  const call = (method: string, path: string, body?: unknown): ReturnType<typeof send> => send(method, `${a.admin}${path}`, body)
+  const id = ((await call('POST', `${TX}?version=1`)).json as TxModel).id
+  for (const [name, b] of [['s2', b2], ['s3', b3]] as const) {
+    assert.equal((await call('POST', `${CFG}/servers?backend=web&transaction_id=${id}`, server(name, b!.port))).status, 202)
+  }
+  const over = await call('POST', `${CFG}/servers?backend=web&transaction_id=${id}`, server('s4', b3!.port))
+  assert.equal(over.status, 400, over.body)
+  assert.match((over.json as Err).message, /holds 2 changes, the most one may \(\[admin\] max_transaction_changes\): commit it and start another/)
+  assert.equal((await call('PUT', `${TX}/${id}`)).status, 200, 'what it holds commits')
+  assert.deepEqual(names(await call('GET', `${CFG}/servers?backend=web`)), ['s1', 's2', 's3'])
+  const long = await call('POST', `${CFG}/backends?version=2`, { name: 'b'.repeat(256) })
+  assert.ok(long.status >= 400 && long.status < 500, long.body)
+  assert.match((long.json as Err).message, /name in body should be at most 255 characters long/)
+})
+
 test('transactions: kill -9 during or after a commit leaves all of it or none', async (t) => {
   const [b1] = await backends(1)
   let a: AdminLb = await startAdminLb(simpleConfig([b1!.address]))
