@@ -183,7 +183,19 @@ export default definePlugin<RateLimitConf>({
     const table = new RateTable(env.shm.i32)
     const peerOf = compileSource(conf.source)
     const bits = conf.ipv6Subnet
-    const sourceOf = bits >= 128 ? peerOf : (ctx: Ctx): string => ipv6Prefix(peerOf(ctx), bits)
+    // the key text is remade only when the source changes (ipv6Prefix parses and formats an IPv6 address)
+    let lastPeer = ''
+    let lastKey = ''
+    const sourceOf = bits >= 128
+      ? peerOf
+      : (ctx: Ctx): string => {
+          const peer = peerOf(ctx)
+          if (peer !== lastPeer) {
+            lastPeer = peer
+            lastKey = ipv6Prefix(peer, bits)
+          }
+          return lastKey
+        }
     const [seedA, seedB] = seeds(env.name, conf.algorithm)
     if (conf.algorithm === 'slidingWindow') {
       const { periodMs, limit } = conf

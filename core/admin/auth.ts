@@ -15,6 +15,8 @@ const CACHE_MAX = 1024
 
 export class Authenticator {
   readonly #users: readonly HtpasswdEntry[]
+  /** what an unknown user name is checked against; null without users */
+  readonly #decoy: HtpasswdEntry | null
   readonly #tokens: readonly Buffer[]
   readonly #required: boolean
   readonly #ok = new Map<string, number>()
@@ -23,6 +25,7 @@ export class Authenticator {
     // checkAdmin already refused every entry parseEntry refuses; one that slips
     // through anyway is left out, so nobody can log in as that user
     this.#users = creds.users.map((u) => parseEntry(u)).filter((e): e is HtpasswdEntry => typeof e !== 'string')
+    this.#decoy = this.#users.length > 0 ? decoyOf(this.#users[0]!) : null
     this.#tokens = creds.tokens.map((t) => sha256(t))
     // counted before that filter: configured users still mean the listener needs auth
     this.#required = creds.users.length > 0 || creds.tokens.length > 0
@@ -43,14 +46,14 @@ export class Authenticator {
     }
     const text = Buffer.from(m[2]!, 'base64').toString('utf8')
     const i = text.indexOf(':')
-    if (i < 0 || this.#users.length === 0) return null
+    if (i < 0 || this.#decoy === null) return null
     const name = text.slice(0, i)
     const u = this.#users.find((x) => x.user === name)
     const key = sha256(authorization).toString('hex')
     const now = Date.now()
     const until = this.#ok.get(key)
     if (u !== undefined && until !== undefined && until > now) return name
-    const ok = await verify(u ?? decoyOf(this.#users[0]!), text.slice(i + 1))
+    const ok = await verify(u ?? this.#decoy, text.slice(i + 1))
     if (!ok || u === undefined) return null
     if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
     this.#ok.set(key, now + CACHE_MS)

@@ -18,15 +18,17 @@ function hostName (host: string): string {
   }
 }
 
-/**
- * Why a request is refused (403), or '' when it may go on. `listenerHost`: the
- * address the listener is bound to; `authenticated`: it asks for credentials.
- */
-export function browserRefusal (host: string | undefined, origin: string | undefined, listenerHost: string, authenticated: boolean): string {
+/** Whether a listener answers only loopback Host names: it is on loopback and asks for no credentials. */
+export function localOnly (listenerHost: string, authenticated: boolean): boolean {
+  return !authenticated && isLoopbackHost(listenerHost)
+}
+
+/** Why a request is refused (403), or '' when it may go on. `local`: the listener's localOnly(). */
+export function browserRefusal (host: string | undefined, origin: string | undefined, local: boolean): string {
   if (origin !== undefined && origin !== `http://${host ?? ''}` && origin !== `https://${host ?? ''}`) {
     return `cross-origin request from ${JSON.stringify(origin.slice(0, 200))} refused`
   }
-  if (!authenticated && host !== undefined && isLoopbackHost(listenerHost) && !isLoopbackHost(hostName(host))) {
+  if (local && host !== undefined && !isLoopbackHost(hostName(host))) {
     return `Host ${JSON.stringify(host.slice(0, 200))} is not a loopback name: this listener has no credentials and answers local clients only`
   }
   return ''

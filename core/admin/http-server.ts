@@ -6,7 +6,7 @@ import http from 'node:http'
 import { reportFault } from '../control/faults.js'
 import type { Logger } from '../log.js'
 import type { Authenticator } from './auth.js'
-import { browserRefusal } from './browser-guard.js'
+import { browserRefusal, localOnly } from './browser-guard.js'
 
 /** A reply: JSON value, or text with its own content type. */
 export interface Answer {
@@ -119,6 +119,7 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
   const table = o.surfaces.flatMap((s) => s.routes.map((r) => compile(s, r)))
   const help = helpText(o.surfaces)
   const primary = o.surfaces[0]!
+  const local = localOnly(o.host, o.auth !== null)
   const server = http.createServer((req, res) => {
     // no exception of a handler (or of this code) may end the process: answer 500, log, count
     serve(req, res).catch((err: unknown) => failed(req, res, err))
@@ -138,7 +139,7 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
     }
     const method = req.method === 'HEAD' ? 'GET' : req.method ?? 'GET'
     const head = req.method === 'HEAD'
-    const refused = browserRefusal(req.headers.host, req.headers.origin, o.host, o.auth !== null)
+    const refused = browserRefusal(req.headers.host, req.headers.origin, local)
     if (refused !== '') {
       req.resume()
       send(res, { status: 403, json: { code: 403, message: refused } }, head)

@@ -31,7 +31,7 @@ function trim (n: number): string {
  */
 const SECRET_KEYS = /pass|secret|token|jwks|credential|private|hash|key$/i
 /** Header names whose values are credentials (the headers middleware's requestSet / responseSet pairs). */
-const SECRET_HEADERS = /^(authorization|proxy-authorization|cookie|set-cookie)$|auth|key|token|secret|pass/i
+const SECRET_HEADERS = /auth|cookie|key|token|secret|pass/i
 
 /** [name, value, ...] with the values of credential headers redacted. */
 function headerPairs (v: unknown): unknown {

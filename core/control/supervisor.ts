@@ -65,15 +65,15 @@ export class Supervisor {
 
   /** Starts every worker; resolves when all listen, rejects with the first fatal start-up error. */
   async start (): Promise<void> {
+    let first = 0
     if (this.#config.entrypoints.some((e) => e.port === 0)) {
       // worker 0 alone binds the entry points on port 0; the others, and any worker
       // restarted later (#spawn hands out #config), then listen on the ports it got
       this.#bound = portsBound(this.#config.entrypoints, await this.#spawn(0))
       this.#config = withBoundPorts(this.#config, this.#bound)
-      await Promise.all(this.#slots.slice(1).map((_, i) => this.#spawn(i + 1)))
-      return
+      first = 1
     }
-    await Promise.all(this.#slots.map((_, i) => this.#spawn(i)))
+    await Promise.all(this.#slots.slice(first).map((_, i) => this.#spawn(first + i)))
   }
 
   /** The ports the entry points on port 0 got (empty until start() resolves, and when none is on port 0). */
