@@ -19,6 +19,8 @@ import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
 import { withBoundPorts } from './control/bound-ports.js'
 import { AcmeManager } from './acme/manager.js'
+import { isTerminated, tlsChallengeEntrypoints } from './config/acme.js'
+import { listenerSwapWarning } from './net/listener-swap.js'
 import { loadUws } from './worker/http.js'
 import type { Cluster } from './cluster/index.js'
 import { type GenerationService, startGeneration } from './gen/service.js'
@@ -87,6 +89,11 @@ export async function run (configPath: string): Promise<Running> {
   // ACME certificates: taken from storage or ordered now, in the background (until then the default certificate serves)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
   void acme.update(config)
+  // a certificate change on these replaces their listeners (core/net/listener-swap.ts)
+  const challenges = tlsChallengeEntrypoints(config.certificatesResolvers)
+  const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && !isTerminated(e, challenges)).map((e) => e.name)
+  const swapWarning = listenerSwapWarning(swapped)
+  if (swapWarning !== null) log.warn(swapWarning, { entrypoints: swapped })
   log.info('started', {
     config: config.file,
     workers: config.global.workers,

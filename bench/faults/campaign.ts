@@ -5,11 +5,16 @@
 //   node dist/bench/faults/campaign.js kill9-writes  # kill -9 during config API writes, then restart
 //   node dist/bench/faults/campaign.js backend-kill  # one of 3 backends killed (SIGKILL) under wrk, lb and nginx
 //   node dist/bench/faults/campaign.js drain         # SIGTERM with requests longer than the drain time-out
+//   node dist/bench/faults/campaign.js cert-swap     # certificate swapped and reloaded every 150 ms under handshakes
 //   node dist/bench/faults/campaign.js all
 //
 // Each case prints one Markdown table row per target; bench/RESULTS.md keeps the figures.
+import { copyFileSync, renameSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
+import { join } from 'node:path'
+import { migrateReq } from '../../core/net/listener-swap.js'
+import { type Pair, handshake, makeCerts, makePair, migrateRequests } from '../../test/tls/certs.js'
 import { simpleConfig } from '../../test/helpers.js'
 import { type Proc, backend, freePort, lb, nginx, sleep, upstreams, waitExit, wrk } from './procs.js'
 
@@ -167,7 +172,58 @@ async function drain (): Promise<void> {
   b.proc.kill('SIGKILL')
 }
 
-const cases: Record<string, () => Promise<void>> = { reload, 'kill9-writes': kill9Writes, 'backend-kill': backendKill, drain }
+/**
+ * New TLS handshakes from CLIENTS loops while the certificate files are swapped
+ * and reloaded (SIGHUP) 40 times, 150 ms apart: how many fail. lb with
+ * net.ipv4.tcp_migrate_req as found and, when root, as 1 (core/net/listener-swap.ts); nginx.
+ */
+async function certSwap (): Promise<void> {
+  const CLIENTS = Number(process.env.CLIENTS ?? 2)
+  const certs = makeCerts()
+  const live = { cert: join(certs.dir, 'live.crt'), key: join(certs.dir, 'live.key') }
+  const pairs: Pair[] = [certs.server, makePair(certs.dir, 'next', 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])]
+  const put = (p: Pair): void => {
+    for (const [from, to] of [[p.key, live.key], [p.cert, live.cert]] as const) {
+      copyFileSync(from, to + '.tmp')
+      renameSync(to + '.tmp', to) // key first, each replaced whole (certbot's way)
+    }
+  }
+  const b = await backend('a')
+  const lbToml = `${GLOBAL}[entrypoints.websecure]\naddress = "127.0.0.1:{{PORT}}"\nprotocol = "https"\n` +
+    `[entrypoints.websecure.tls]\ncert = "${live.cert}"\nkey = "${live.key}"\n` +
+    `[routers.web]\nrule = "PathPrefix(\`/\`)"\nservice = "web"\n[[services.web.servers]]\naddress = "127.0.0.1:${b.port}"\ncheck = false\n`
+  row('target', 'tcp_migrate_req', 'reloads', 'handshakes', 'failed')
+  const found = migrateReq()
+  for (const [target, setting] of [['lb', found], ['lb', '1'], ['nginx', 'n/a']] as const) {
+    if (setting === '1' && found === '1') continue // measured in the row before
+    const m = setting === '1' && found !== '1' ? migrateRequests() : { on: false, restore: () => {} }
+    if (setting === '1' && found !== '1' && !m.on) continue // not root
+    put(pairs[0]!)
+    const p = target === 'lb'
+      ? await lb(lbToml)
+      : await nginx(`server { listen 127.0.0.1:{{PORT}} ssl; ssl_certificate ${live.cert}; ssl_certificate_key ${live.key}; location / { return 200; } }`)
+    let stop = false
+    let ok = 0
+    let failed = 0
+    const loops = Array.from({ length: CLIENTS }, async () => {
+      while (!stop) await handshake(p.port, {}, 0).then(() => ok++, () => failed++)
+    })
+    for (let i = 1; i <= 40; i++) {
+      put(pairs[i % 2]!)
+      p.proc.kill('SIGHUP')
+      await sleep(150)
+    }
+    stop = true
+    await Promise.all(loops)
+    p.proc.kill('SIGKILL')
+    m.restore()
+    row(target, setting === '' ? 'absent' : setting, 40, ok + failed, failed)
+  }
+  b.proc.kill('SIGKILL')
+  rmSync(certs.dir, { recursive: true, force: true })
+}
+
+const cases: Record<string, () => Promise<void>> = { reload, 'kill9-writes': kill9Writes, 'backend-kill': backendKill, drain, 'cert-swap': certSwap }
 const which = process.argv[2] ?? 'all'
 for (const [name, run] of Object.entries(cases)) {
   if (which !== 'all' && which !== name) continue

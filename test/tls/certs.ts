@@ -96,3 +96,28 @@ export function sClient (port: number, args: string[]): string {
   const r = spawnSync('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, ...args], { input: '', timeout: 10_000, encoding: 'utf8' })
   return r.stdout + r.stderr
 }
+
+const MIGRATE_REQ = '/proc/sys/net/ipv4/tcp_migrate_req'
+
+/**
+ * Sets net.ipv4.tcp_migrate_req to 1 when this process may (root; the
+ * setting is the network namespace's), as docs/tls-ws-tcp.md asks of hosts
+ * that rotate certificates under load: without it Linux resets the
+ * connections queued on a listener lb replaces (core/net/listener-swap.ts).
+ * `on`: whether it is 1 now; `restore` puts back what was there.
+ */
+export function migrateRequests (): { on: boolean, restore: () => void } {
+  let was: string
+  try {
+    was = readFileSync(MIGRATE_REQ, 'latin1').trim()
+  } catch {
+    return { on: false, restore: () => {} } // not Linux >= 5.14
+  }
+  if (was === '1') return { on: true, restore: () => {} }
+  try {
+    writeFileSync(MIGRATE_REQ, '1')
+  } catch {
+    return { on: false, restore: () => {} } // not root
+  }
+  return { on: true, restore: () => writeFileSync(MIGRATE_REQ, was) }
+}
