@@ -1,11 +1,16 @@
-// The API's unix socket, owned by inode.
+// The API's unix socket, owned by file identity.
 //
 // Two lb processes can overlap on one config: the old one stopping (its
 // runner still busy) while the new one starts. The new one takes the path
 // once the old one stops answering on it; the old one, exiting later, must
 // then not remove the new one's file, or every generate request of the new lb
 // fails with 502 until a restart. So the file is removed only while it is the
-// very file this process bound (same device and inode).
+// very file this process bound: same device, inode and creation time (ext4
+// gives a new file the inode just freed, so device and inode alone matched the
+// new lb's file). And no server is ever bound at the path itself: Node (libuv)
+// unlinks a unix server's path by name when the server closes, whoever's file
+// is there by then; each server binds a name of this process
+// (.lb-PID.sock beside the path) and is renamed into place.
 //
 // Files also go away under a running process (a tmp cleaner, an operator, an
 // older lb that removed it by path): every CHECK_MS the path is looked at, and
@@ -14,16 +19,23 @@
 
 import { createServer, type RequestListener, type Server } from 'node:http'
 import { connect } from 'node:net'
-import { lstatSync, unlinkSync } from 'node:fs'
-import { lstat, mkdir, unlink } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { type BigIntStats, lstatSync, unlinkSync } from 'node:fs'
+import { lstat, mkdir, rename, unlink } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import type { Logger } from '../log.js'
 
 const CHECK_MS = 1_000
 /** How long start-up waits for another process to release the path before giving up. */
 const CLAIM_WAIT_MS = 10_000
 
-interface Identity { dev: number, ino: number }
+/** Linux sun_path holds 108 bytes with its terminating NUL. */
+const UNIX_PATH_MAX = 107
+
+/** Nanoseconds, as lstat with bigint gives them; birthtime is 0 where the file system keeps none. */
+interface Identity { dev: bigint, ino: bigint, ctimeNs: bigint, birthtimeNs: bigint }
+
+const identityOf = (st: BigIntStats): Identity => ({ dev: st.dev, ino: st.ino, ctimeNs: st.ctimeNs, birthtimeNs: st.birthtimeNs })
+const same = (a: Identity, b: Identity): boolean => a.ino === b.ino && a.dev === b.dev && a.ctimeNs === b.ctimeNs && a.birthtimeNs === b.birthtimeNs
 
 const answers = (path: string): Promise<boolean> => new Promise((resolve) => {
   const s = connect(path)
@@ -33,8 +45,7 @@ const answers = (path: string): Promise<boolean> => new Promise((resolve) => {
 
 const identity = async (path: string): Promise<Identity | null> => {
   try {
-    const st = await lstat(path)
-    return { dev: st.dev, ino: st.ino }
+    return identityOf(await lstat(path, { bigint: true }))
   } catch {
     return null
   }
@@ -78,13 +89,21 @@ export class OwnedSocket {
     this.timer.unref()
   }
 
-  /** Removes a stale file (nothing answers on it) and binds a new server (its folder too may have been removed). */
+  /**
+   * Binds a new server at a name of this process and renames it over the path, replacing a stale file (nothing
+   * answers on it); the folder too may have been removed. Where that name would be too long for a unix socket
+   * and the path is not, the path itself is bound (Node then unlinks it by name at close: the header says so).
+   */
   private async bind (): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true })
-    await unlink(this.path).catch(() => undefined)
+    const dir = dirname(this.path)
+    await mkdir(dir, { recursive: true })
+    const own = join(dir, `.lb-${process.pid}.sock`)
+    const at = Buffer.byteLength(own) <= UNIX_PATH_MAX ? own : this.path
+    await unlink(at).catch(() => undefined) // left by a process that had this pid, or the stale file at the path
     const server = createServer(this.handler)
     this.servers.push(server)
-    await listen(server, this.path)
+    await listen(server, at)
+    if (at !== this.path) await rename(at, this.path)
     this.mine = await identity(this.path)
   }
 
@@ -93,6 +112,7 @@ export class OwnedSocket {
     this.checking = true
     try {
       const now = await identity(this.path)
+      if (this.timer === null) return // stopped meanwhile: binding again would outlive the stop
       if (now === null) {
         this.log.error('the generation socket file was removed; listening on it again', { socket: this.path })
         this.servers.pop()?.close()
@@ -100,7 +120,7 @@ export class OwnedSocket {
         this.warnedTaken = false
         // Stopped while binding: the new server must not keep the process alive.
         if (this.timer === null) this.stopAccepting()
-      } else if (this.mine !== null && (now.ino !== this.mine.ino || now.dev !== this.mine.dev) && !this.warnedTaken) {
+      } else if (this.mine !== null && !same(now, this.mine) && !this.warnedTaken) {
         this.warnedTaken = true
         this.log.warn('another process listens on the generation socket path now; leaving it to that process', { socket: this.path })
       }
@@ -132,8 +152,7 @@ export class OwnedSocket {
     this.mine = null
     if (mine === null) return
     try {
-      const st = lstatSync(this.path)
-      if (st.ino === mine.ino && st.dev === mine.dev) unlinkSync(this.path)
+      if (same(identityOf(lstatSync(this.path, { bigint: true })), mine)) unlinkSync(this.path)
     } catch {
       // already gone
     }
