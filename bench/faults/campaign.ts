@@ -194,10 +194,10 @@ async function certSwap (): Promise<void> {
     `[routers.web]\nrule = "PathPrefix(\`/\`)"\nservice = "web"\n[[services.web.servers]]\naddress = "127.0.0.1:${b.port}"\ncheck = false\n`
   row('target', 'tcp_migrate_req', 'reloads', 'handshakes', 'failed')
   const found = migrateReq()
-  for (const [target, setting] of [['lb', found], ['lb', '1'], ['nginx', 'n/a']] as const) {
-    if (setting === '1' && found === '1') continue // measured in the row before
-    const m = setting === '1' && found !== '1' ? migrateRequests() : { on: false, restore: () => {} }
-    if (setting === '1' && found !== '1' && !m.on) continue // not root
+  const runs: Array<[string, string]> = [['lb', found], ...(found === '0' ? [['lb', '1'] as [string, string]] : []), ['nginx', 'n/a']]
+  for (const [target, setting] of runs) {
+    const m = setting === '1' && found === '0' ? migrateRequests() : null // set for this row, then put back
+    if (m?.on === false) continue // not root
     put(pairs[0]!)
     const p = target === 'lb'
       ? await lb(lbToml)
@@ -216,7 +216,7 @@ async function certSwap (): Promise<void> {
     stop = true
     await Promise.all(loops)
     p.proc.kill('SIGKILL')
-    m.restore()
+    m?.restore()
     row(target, setting === '' ? 'absent' : setting, 40, ok + failed, failed)
   }
   b.proc.kill('SIGKILL')

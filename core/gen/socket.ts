@@ -23,13 +23,11 @@ import { type BigIntStats, lstatSync, unlinkSync } from 'node:fs'
 import { lstat, mkdir, rename, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../log.js'
+import { UNIX_PATH_MAX } from '../net/listen.js'
 
 const CHECK_MS = 1_000
 /** How long start-up waits for another process to release the path before giving up. */
 const CLAIM_WAIT_MS = 10_000
-
-/** Linux sun_path holds 108 bytes with its terminating NUL. */
-const UNIX_PATH_MAX = 107
 
 /** Nanoseconds, as lstat with bigint gives them; birthtime is 0 where the file system keeps none. */
 interface Identity { dev: bigint, ino: bigint, ctimeNs: bigint, birthtimeNs: bigint }

@@ -2,6 +2,9 @@
 // when the address cannot be bound, so callers report it with their own context.
 import type net from 'node:net'
 
+/** Linux sun_path holds 108 bytes with its terminating NUL. */
+export const UNIX_PATH_MAX = 107
+
 export function listenServer (server: net.Server, host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     server.once('error', () => resolve(false))

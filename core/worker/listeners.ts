@@ -33,6 +33,7 @@ import { isTerminated, tlsChallengeEntrypoints } from '../config/acme.js'
 import type { EntryPointConf } from '../config/static.js'
 import { tlsFingerprint } from '../config/tls.js'
 import { lbError } from '../errors.js'
+import { UNIX_PATH_MAX } from '../net/listen.js'
 import type { Logger } from '../log.js'
 import type { AcmeAlpnChallenge, AcmeCert, WorkerData } from '../protocol.js'
 import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
@@ -46,9 +47,6 @@ import { TlsTerminator, openTerminated } from './tls-terminator.js'
 import { acmeKey, withAcme } from './acme-sni.js'
 
 type Uws = ReturnType<typeof loadUws>
-
-/** Linux sun_path holds 108 bytes with its terminating NUL. */
-const UNIX_PATH_MAX = 107
 
 function tlsError (ep: EntryPointConf, err: unknown): Error {
   const reason = (err as Error).message.replace(/^error:[0-9A-F]+:/, '')
