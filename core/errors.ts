@@ -52,6 +52,7 @@ export const ERRORS = {
   LB_ERR_PLUGIN_TEARDOWN: { status: 500, message: 'middleware {middleware} failed to stop ({reason})' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  LB_ERR_AUTH_BUSY: { status: 503, message: 'too many password checks in progress ({waiting} waiting); try again later' },
   // oidc (plugins/oidc.ts)
   LB_ERR_OIDC_UNAVAILABLE: { status: 503, message: 'identity provider {issuer} is unavailable ({reason}); try again later' },
   LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },

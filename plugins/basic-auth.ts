@@ -9,6 +9,8 @@
 // cost (milliseconds, by design) is paid once per client per TTL and repeated
 // requests stay on the synchronous path. An unknown user is checked against a
 // decoy hash of the same cost, so timing does not reveal which names exist.
+// bcrypt runs on a thread of its own (core/auth/bcrypt-thread.ts): a check
+// waits there, and past 64 waiting a new one gets 503 (LB_ERR_AUTH_BUSY).
 import { hash as digest } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { type Checker, type Ctx, type HtpasswdEntry, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, decoyOf, definePlugin, dropRequestHeaders, formatError, join, now, parseEntry, resolvePath, verifyAsync, verifySync } from 'lb/plugin'
@@ -148,7 +150,11 @@ export default definePlugin<BasicAuthConf>({
           })
           pending.set(key, check)
         }
-        return check.then((good) => (good ? accept(ctx, name) : deny(ctx)))
+        return check.then((good) => (good ? accept(ctx, name) : deny(ctx)), (err: { code?: string, message: string }) => {
+          if (err.code !== 'LB_ERR_AUTH_BUSY') throw err
+          ctx.reply = { status: 503, headers: ['retry-after', '1', 'content-type', 'text/plain'], body: err.message + '\n' }
+          return HANDLED
+        })
       },
     }
   },

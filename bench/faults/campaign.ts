@@ -6,12 +6,15 @@
 //   node dist/bench/faults/campaign.js backend-kill  # one of 3 backends killed (SIGKILL) under wrk, lb and nginx
 //   node dist/bench/faults/campaign.js drain         # SIGTERM with requests longer than the drain time-out
 //   node dist/bench/faults/campaign.js cert-swap     # certificate swapped and reloaded every 150 ms under handshakes
+//   node dist/bench/faults/campaign.js auth-flood    # wrk on an open route while 8 clients send wrong passwords (bcrypt)
 //   node dist/bench/faults/campaign.js all
 //
 // Each case prints one Markdown table row per target; bench/RESULTS.md keeps the figures.
-import { copyFileSync, renameSync, rmSync } from 'node:fs'
+import bcrypt from 'bcryptjs'
+import { chmodSync, copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { migrateReq } from '../../core/net/listener-swap.js'
 import { type Pair, handshake, makeCerts, makePair, migrateRequests } from '../../test/tls/certs.js'
@@ -223,7 +226,47 @@ async function certSwap (): Promise<void> {
   rmSync(certs.dir, { recursive: true, force: true })
 }
 
-const cases: Record<string, () => Promise<void>> = { reload, 'kill9-writes': kill9Writes, 'backend-kill': backendKill, drain, 'cert-swap': certSwap }
+/**
+ * wrk -c32 on an open route, alone and while 8 clients send wrong passwords to a
+ * basicAuth route (bcrypt cost 10, distinct passwords: no cache helps) in a loop.
+ */
+async function authFlood (): Promise<void> {
+  const b = await backend('a')
+  const hash = bcrypt.hashSync('right', 10)
+  const dir = mkdtempSync(join(tmpdir(), 'lb-auth-flood-'))
+  writeFileSync(join(dir, 'htpasswd'), `eve:${hash}\n`, { mode: 0o644 })
+  chmodSync(dir, 0o755) // nginx's workers run as nobody when the campaign runs as root
+  row('target', 'open route alone (req/s)', 'during the flood (req/s)', 'kept', 'wrong passwords answered')
+  for (const target of ['lb', 'nginx']) {
+    const p = target === 'lb'
+      ? await lb(`${GLOBAL}[middlewares.auth]\ntype = "basicAuth"\nusers = ["eve:${hash}"]\n` +
+        simpleConfig([`127.0.0.1:${b.port}`]).replace('[routers.web]', '[routers.private]\nrule = "PathPrefix(`/private`)"\nservice = "web"\nmiddlewares = ["auth"]\n\n[routers.web]'))
+      : await nginx(`upstream web { ${upstreams([b.port])} keepalive 32; }\nserver { listen 127.0.0.1:{{PORT}}; location / { proxy_pass http://web; proxy_http_version 1.1; proxy_set_header Connection ""; } ` +
+        `location /private { auth_basic "x"; auth_basic_user_file ${dir}/htpasswd; proxy_pass http://web; } }`)
+    const alone = await wrk(`http://127.0.0.1:${p.port}/`, SECONDS, 32)
+    let stop = false
+    const answered: Record<number, number> = {}
+    let n = 0
+    const flood = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const auth = 'Basic ' + Buffer.from(`eve:guess-${n++}`).toString('base64')
+        await new Promise<void>((resolve) => {
+          http.get({ host: '127.0.0.1', port: p.port, path: '/private', agent: false, headers: { authorization: auth } }, (r) => { r.resume(); answered[r.statusCode!] = (answered[r.statusCode!] ?? 0) + 1; resolve() }).on('error', () => resolve())
+        })
+      }
+    })
+    const during = await wrk(`http://127.0.0.1:${p.port}/`, SECONDS, 32)
+    stop = true
+    await Promise.all(flood)
+    row(target, Math.round(alone.rps), Math.round(during.rps), `${Math.round(100 * during.rps / alone.rps)}%`, Object.entries(answered).map(([k, v]) => `${v} × ${k}`).join(', '))
+    p.proc.kill('SIGKILL')
+    await waitExit(p.proc)
+  }
+  b.proc.kill('SIGKILL')
+  rmSync(dir, { recursive: true, force: true })
+}
+
+const cases: Record<string, () => Promise<void>> = { reload, 'kill9-writes': kill9Writes, 'backend-kill': backendKill, drain, 'cert-swap': certSwap, 'auth-flood': authFlood }
 const which = process.argv[2] ?? 'all'
 for (const [name, run] of Object.entries(cases)) {
   if (which !== 'all' && which !== name) continue

@@ -8,7 +8,7 @@
 // compared with crypto.timingSafeEqual (bcryptjs compares its own hashes in
 // constant time).
 import { createHash, hash, timingSafeEqual } from 'node:crypto'
-import bcrypt from 'bcryptjs'
+import { bcryptCompare } from './bcrypt-thread.js'
 
 export const KINDS = ['bcrypt', 'apr1', 'md5crypt', 'sha1'] as const
 export type HashKind = typeof KINDS[number]
@@ -105,9 +105,9 @@ export function verifySync (e: HtpasswdEntry, password: string): boolean | null 
   }
 }
 
-/** bcrypt off the event loop's critical path (bcryptjs yields between rounds). */
+/** bcrypt, on a thread of its own (bcrypt-thread.ts); rejects with LB_ERR_AUTH_BUSY when too many checks wait. */
 export function verifyAsync (e: HtpasswdEntry, password: string): Promise<boolean> {
-  return bcrypt.compare(password, e.hash)
+  return bcryptCompare(password, e.hash)
 }
 
 /**

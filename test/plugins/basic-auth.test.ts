@@ -2,6 +2,7 @@
 // (test/fixtures/auth/README.md says how): bcrypt, apr1 MD5 and {SHA}.
 import { strict as assert } from 'node:assert'
 import { readFileSync } from 'node:fs'
+import bcrypt from 'bcryptjs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, ROOT, request, startBackend, startLb } from '../helpers.js'
@@ -99,5 +100,48 @@ header_field = "X-Auth-User"
   test('many concurrent requests with the same bcrypt credentials on fresh connections all pass', async () => {
     const rs = await burst(`${lb.url}/x`, 40, 20, { headers: { authorization: basic('alice', 'wonder-land') } })
     assert.deepEqual(statuses(rs), { 200: 40 })
+  })
+})
+
+describe('basicAuth under a flood of new credentials (bcrypt on a thread of its own)', () => {
+  let backend: Backend, lb: Lb
+  before(async () => {
+    backend = await startBackend('web')
+    // cost 12: hundreds of milliseconds a check, as a real deployment's hashes cost tens; one worker takes every request
+    lb = await startLb('[global]\nworkers = 1\n' + mwConfig(backend.address, `
+[middlewares.slow]
+type = "basicAuth"
+users = ["eve:${bcrypt.hashSync('right', 12)}"]
+[middlewares.cheap]
+type = "basicAuth"
+users = ["eve:${bcrypt.hashSync('right', 10)}"]
+`, { '/private': ['slow'], '/cheap': ['cheap'], '/public': [] }))
+  })
+  after(async () => { await lb.stop(); await backend.close() })
+
+  test('while wrong passwords are checked, the same worker answers other requests', async () => {
+    // 8 checks of a few hundred ms each: seconds of CPU, which ran on the worker's own loop before
+    let done = 0
+    const checks = Array.from({ length: 8 }, (_, i) => request(`${lb.url}/private`, { headers: { authorization: basic('eve', `wrong-${i}`) } }).then((r) => { done++; return r }))
+    await new Promise((resolve) => setTimeout(resolve, 50)) // they have reached lb
+    const pub = await request(`${lb.url}/public`)
+    const finishedBefore = done
+    assert.equal(pub.status, 200)
+    assert.ok(finishedBefore <= 2, `the public request was answered after ${finishedBefore} of 8 password checks`)
+    assert.deepEqual(statuses(await Promise.all(checks)), { 401: 8 })
+    assert.equal((await request(`${lb.url}/private`, { headers: { authorization: basic('eve', 'right') } })).status, 200)
+  })
+
+  test('past 64 waiting checks, new credentials get 503 with Retry-After and the reason; checked ones still pass', async () => {
+    const ok = { headers: { authorization: basic('eve', 'right') } }
+    assert.equal((await request(`${lb.url}/cheap`, ok)).status, 200) // checked once: cached from now on
+    // distinct passwords: the same credentials in flight share one check
+    const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => request(`${lb.url}/cheap`, { headers: { authorization: basic('eve', `guess-${i}`) } })))
+    const busy = rs.filter((r) => r.status === 503)
+    assert.equal(busy.length + rs.filter((r) => r.status === 401).length, 100, JSON.stringify(statuses(rs)))
+    assert.ok(busy.length > 0, JSON.stringify(statuses(rs)))
+    assert.equal(busy[0]!.headers['retry-after'], '1')
+    assert.match(busy[0]!.body, /too many password checks in progress \(64 waiting\)/)
+    assert.equal((await request(`${lb.url}/cheap`, ok)).status, 200)
   })
 })
