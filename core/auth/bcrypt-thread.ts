@@ -21,10 +21,10 @@ let nextId = 0
 
 function start (): Worker {
   const w = new Worker(new URL('./bcrypt-worker.js', import.meta.url))
-  w.unref() // never what keeps a process alive
   w.on('message', (m: { id: number, ok?: boolean, error?: string }) => {
     const waiter = waiting.get(m.id)
     waiting.delete(m.id)
+    if (waiting.size === 0) w.unref()
     if (m.error !== undefined) waiter?.reject(new Error(m.error))
     else waiter?.resolve(m.ok === true)
   })
@@ -43,6 +43,8 @@ function start (): Worker {
 export function bcryptCompare (password: string, hash: string): Promise<boolean> {
   if (waiting.size >= MAX_WAITING) return Promise.reject(lbError('LB_ERR_AUTH_BUSY', { waiting: MAX_WAITING }))
   helper ??= start()
+  // it keeps the process alive while a check waits, never after (unref after the 'message' listener: adding one refs)
+  if (waiting.size === 0) helper.ref()
   const id = nextId++
   const done = new Promise<boolean>((resolve, reject) => { waiting.set(id, { resolve, reject }) })
   helper.postMessage({ id, password, hash })
