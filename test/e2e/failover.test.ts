@@ -164,6 +164,7 @@ for (const [what, service] of [['fresh connections', 'keepalive = 0'], ['keep-al
         }
       }
     })
+    t.after(() => { stop = true }) // also when a wait fails: a loop left running keeps the file from ending
     // under load: every server has answered, so some requests are in flight to the one killed
     await waitFor(() => Object.values(count(before)).filter((n) => n >= 20).length === 3, '20 answers from each of the three servers before the kill', 10_000, 5)
     bs[0]!.proc.kill('SIGKILL')

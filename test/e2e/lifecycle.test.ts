@@ -25,6 +25,7 @@ test('SIGHUP reloads under traffic with no failed request; an invalid file is re
     }
   }
   const loops = [load(true), load(true), load(false), load(false)]
+  t.after(() => { stop = true }) // also when a step fails: a loop left running keeps the file from ending
   // each step waits for traffic to flow (the next 30 requests answered), not for time
   const traffic = async (step: string): Promise<void> => {
     const from = done + failures.length

@@ -7,7 +7,7 @@
 import { strict as assert } from 'node:assert'
 import net from 'node:net'
 import { test } from 'node:test'
-import { type Lb, request, startBackend, startLb } from '../helpers.js'
+import { type Lb, request, startBackend, startLb, waitFor } from '../helpers.js'
 
 /** Writes each chunk in turn (after `before(i)` resolves); resolves with what was read until the close or `ms`. */
 function pipeline (port: number, chunks: string[], before: (i: number) => Promise<void> = async () => {}, ms = 3000): Promise<{ text: string, closed: boolean }> {
@@ -49,8 +49,9 @@ check = false
   return { lb, seen, held: () => waiting.length, release: () => { for (const w of waiting.splice(0)) w() } }
 }
 
+/** Until `cond` holds; fails after 10 s (the request it waits for never came) rather than waiting for ever. */
 async function until (cond: () => boolean): Promise<void> {
-  while (!cond()) await new Promise((resolve) => setTimeout(resolve, 5))
+  await waitFor(cond, 'the held request to reach the backend', 10_000, 5)
 }
 
 test('requests lb answers itself are answered in order when pipelined, on a connection kept open', async (t) => {

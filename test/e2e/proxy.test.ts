@@ -386,14 +386,14 @@ async function blackHole (): Promise<{ address: string, close: () => void }> {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0) // never accept
     })`], { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await childPort(child)
-  // fill the accept queue until a connect no longer completes within 200 ms
+  // fill the accept queue until a connect no longer completes within 900 ms (a dropped SYN is retried after 1 s; 200 ms could be a stall of this process)
   const fillers: net.Socket[] = []
   for (;;) {
     const s = net.connect(port, '127.0.0.1')
     fillers.push(s)
     s.on('error', () => {})
     const connected = await new Promise<boolean>((resolve) => {
-      const t = setTimeout(() => resolve(false), 200)
+      const t = setTimeout(() => resolve(false), 900)
       s.once('connect', () => { clearTimeout(t); resolve(true) })
     })
     if (!connected) break

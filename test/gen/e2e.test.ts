@@ -110,18 +110,21 @@ async function scenario (url: string): Promise<void> {
       else webBad++
     }
   })()
-  const inflight = undiciRequest(`${lb.url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 1900 } }) })
-  const crash = await gen({ model: 'hostile', prompt: '{', stream: false })
-  assert.equal(crash.status, 500)
-  assert.match(JSON.parse(crash.text).error, /crashed/)
-  const inflightText = await (await inflight).body.text()
-  const lastLine = lines(inflightText).pop()
-  assert.ok(lastLine.error !== undefined || lastLine.done === true, 'the in-flight stream ended cleanly (error line, or it had finished)')
-  let after = await gen({ model: 'stories', prompt: 'Hi', stream: false, options: { num_predict: 4 } })
-  for (let i = 0; i < 100 && after.status !== 200; i++) after = await gen({ model: 'stories', prompt: 'Hi', stream: false, options: { num_predict: 4 } })
-  assert.equal(after.status, 200, 'the restarted runner serves again')
-  stop = true
-  await traffic
+  try {
+    const inflight = undiciRequest(`${lb.url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'stories', prompt: 'Once upon a time', options: { num_predict: 1900 } }) })
+    const crash = await gen({ model: 'hostile', prompt: '{', stream: false })
+    assert.equal(crash.status, 500)
+    assert.match(JSON.parse(crash.text).error, /crashed/)
+    const inflightText = await (await inflight).body.text()
+    const lastLine = lines(inflightText).pop()
+    assert.ok(lastLine.error !== undefined || lastLine.done === true, 'the in-flight stream ended cleanly (error line, or it had finished)')
+    let after = await gen({ model: 'stories', prompt: 'Hi', stream: false, options: { num_predict: 4 } })
+    for (let i = 0; i < 100 && after.status !== 200; i++) after = await gen({ model: 'stories', prompt: 'Hi', stream: false, options: { num_predict: 4 } })
+    assert.equal(after.status, 200, 'the restarted runner serves again')
+  } finally {
+    stop = true // also when a step fails: a loop left running keeps the file from ending
+    await traffic
+  }
   assert.ok(webOk > 10, `web requests answered during the crash: ${webOk}`)
   assert.equal(webBad, 0, 'no web request failed')
 }

@@ -78,7 +78,8 @@ test('request_timeout: 504 before the reply started, a final error line after', 
 
 test('keep_alive: an idle model is unloaded when its keep-alive expires', async (t) => {
   const { base } = await startGen(t)
-  await post(base, '/api/generate', { model: 'random', prompt: 'x', keep_alive: '300ms', stream: false, options: { num_predict: 2 } })
+  // 2 s: the first load of the other model below must not outlast it (300 ms once could, on a busy machine)
+  await post(base, '/api/generate', { model: 'random', prompt: 'x', keep_alive: '2s', stream: false, options: { num_predict: 2 } })
   await post(base, '/api/generate', { model: 'stories', prompt: 'x', keep_alive: -1, stream: false, options: { num_predict: 2 } })
   const ps = await get(base, '/api/ps')
   assert.equal(ps.json.models.length, 2)

@@ -145,9 +145,11 @@ scope = "X-Scope"
   })
 
   test('a repeated token is served from the cache, and still refused once expired', async () => {
-    const token = await sign(rsa, 'RS256', { exp: nowSec() - 4 })
+    // valid for 1-2 s more (a whole-second expiry, 5 s leeway): -4 left 0-1 s, which a slow request could miss
+    const exp = nowSec() - 3
+    const token = await sign(rsa, 'RS256', { exp })
     assert.equal((await call(token)).status, 200)
-    await sleep(2100) // the thing tested: time passes the token's expiry plus its 5 s leeway
+    await sleep((exp + 5) * 1000 + 100 - Date.now()) // the thing tested: time passes the token's expiry plus its leeway
     assert.equal((await call(token)).status, 401)
   })
 

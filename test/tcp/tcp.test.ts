@@ -231,7 +231,8 @@ test('TCP connections count toward global.max_connections: one over the cap is c
 
 test('every TCP session is access-logged when it ends: 200 with its bytes, 502 when the connect failed, 503 when no server was usable', async (t) => {
   const a = await startEcho('a')
-  const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"'))
+  // fall 100 (20 s): the active check must not take the stopped server out before the first connect is refused (the 502)
+  const lb = await startLb(tcpConfig([a.address]).replace('access_log = "off"', 'access_log = "{{DIR}}/access.log"').replace('fall = 2', 'fall = 100'))
   const tcp = await lb.portOf('db')
   t.after(async () => { await lb.stop(); await a.stop() })
   await firstChecksPassed(lb, ['s1'])

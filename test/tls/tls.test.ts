@@ -290,6 +290,9 @@ ${routes(backend.address)}`)
     const want = fingerprint(next.cert)
     await waitFor(async () => (await tried(lb.port)) === want, 'the https entry point to serve the new certificate', 6000)
     await waitFor(async () => (await tried(mtls, client)) === want, 'the mTLS entry point to serve the new certificate', 6000)
+    // each worker swaps its listener on its own: wait until both have (one handshake above may have met either)
+    const reloaded = (ep: string): number => (lb.log().match(new RegExp(`TLS certificates reloaded[^\\n]*"entrypoint":"${ep}"`, 'g')) ?? []).length
+    await waitFor(() => reloaded('websecure') >= 2 && reloaded('mtls') >= 1, 'both workers and the terminator to log the swap', 6000)
     // and handshakes go on after the swap
     const swapped = handshakes + failures.length
     await waitFor(() => handshakes + failures.length >= swapped + 10, '10 more handshakes after the swap', 5000, 10)
