@@ -35,7 +35,6 @@ export interface OidcConf {
   readonly logoutPath: string
   /** where the browser lands after logout: a path on the same host or an absolute URL. Default: "/" */
   readonly postLogoutRedirect: string
-  /** path prefixes served without login */
   /** paths served without login, each ending in "/": one matches itself without that "/" and every path below it (skipped) */
   readonly skipPaths: readonly string[]
   /** accept `Authorization: Bearer` JWT access tokens of the same issuer. Default: true */

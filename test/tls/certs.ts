@@ -7,6 +7,7 @@ import { X509Certificate } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import tls from 'node:tls'
+import { migrateReq } from '../../core/net/listener-swap.js'
 import { tempDir } from '../helpers.js'
 
 export interface Pair { readonly cert: string, readonly key: string }
@@ -107,13 +108,9 @@ const MIGRATE_REQ = '/proc/sys/net/ipv4/tcp_migrate_req'
  * `on`: whether it is 1 now; `restore` puts back what was there.
  */
 export function migrateRequests (): { on: boolean, restore: () => void } {
-  let was: string
-  try {
-    was = readFileSync(MIGRATE_REQ, 'latin1').trim()
-  } catch {
-    return { on: false, restore: () => {} } // not Linux >= 5.14
-  }
+  const was = migrateReq()
   if (was === '1') return { on: true, restore: () => {} }
+  if (was === '') return { on: false, restore: () => {} } // not Linux >= 5.14
   try {
     writeFileSync(MIGRATE_REQ, '1')
   } catch {
