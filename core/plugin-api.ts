@@ -23,7 +23,8 @@ export { type ClusterTable, clusterTable, countClusterRefusal } from './shm/clus
 // the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
 export { sumGlobal, sumServer } from './shm/counters.js'
 // authentication: htpasswd entries and a bounded cache of verdicts
-export { type HtpasswdEntry, decoyOf, parseEntry, verifyAsync, verifySync } from './auth/htpasswd.js'
+export { type HtpasswdEntry, parseEntry } from './auth/htpasswd.js'
+export { PasswordTable } from './auth/password-table.js'
 export { VerdictCache } from './auth/verdict-cache.js'
 // a claim as a header value (jwt, oidc forward claims upstream)
 export { claimHeaderValue } from './auth/claim-header.js'

@@ -7,13 +7,14 @@
 // Successful checks are cached for `cache_ttl` (bounded to `cache_size`
 // entries), keyed by the SHA-256 of the Authorization header, so bcrypt's
 // cost (milliseconds, by design) is paid once per client per TTL and repeated
-// requests stay on the synchronous path. An unknown user is checked against a
-// decoy hash of the same cost, so timing does not reveal which names exist.
+// requests stay on the synchronous path. Every check costs the same whatever
+// the name, known or not (core/auth/password-table.ts), so timing does not
+// reveal which names exist.
 // bcrypt runs on a thread of its own (core/auth/bcrypt-thread.ts): a check
 // waits there, and past 64 waiting a new one gets 503 (LB_ERR_AUTH_BUSY).
 import { hash as digest } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { type Checker, type Ctx, type HtpasswdEntry, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, decoyOf, definePlugin, dropRequestHeaders, formatError, join, now, parseEntry, resolvePath, verifyAsync, verifySync } from 'lb/plugin'
+import { type Checker, type Ctx, type HtpasswdEntry, type Reply, type Table, type Verdict, HANDLED, HEADER_NAME, NEXT, VerdictCache, addUpstreamHeaders, checkRealm, PasswordTable, definePlugin, dropRequestHeaders, formatError, join, now, parseEntry, resolvePath } from 'lb/plugin'
 
 export interface BasicAuthConf {
   readonly users: readonly HtpasswdEntry[]
@@ -94,8 +95,7 @@ export default definePlugin<BasicAuthConf>({
   api: 1,
   validate,
   create (conf) {
-    const users = new Map(conf.users.map((u) => [u.user, u]))
-    const decoy = decoyOf(conf.users[0]!)
+    const users = new PasswordTable(conf.users)
     const cache = new VerdictCache<string>(conf.cacheSize, conf.cacheTtlMs)
     /** bcrypt checks in flight, by credential digest: concurrent requests with the same credentials share one */
     const pending = new Map<string, Promise<boolean>>()
@@ -130,20 +130,18 @@ export default definePlugin<BasicAuthConf>({
         if (colon < 0) return deny(ctx)
         const name = cred!.slice(0, colon)
         const password = cred!.slice(colon + 1)
-        const known = users.get(name)
-        const entry = known ?? decoy
-        const ok = verifySync(entry, password)
+        const ok = users.checkSync(name, password)
         if (ok !== null) {
-          if (!ok || known === undefined) return deny(ctx)
+          if (!ok) return deny(ctx)
           cache.set(key, name, now())
           return accept(ctx, name)
         }
         let check = pending.get(key)
         if (check === undefined) {
-          check = verifyAsync(entry, password).then((good) => {
+          check = users.check(name, password).then((good) => {
             pending.delete(key)
-            if (good && known !== undefined) cache.set(key, name, now())
-            return good && known !== undefined
+            if (good) cache.set(key, name, now())
+            return good
           }, (err: unknown) => {
             pending.delete(key)
             throw err

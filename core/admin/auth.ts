@@ -3,20 +3,21 @@
 // checked by core/auth/htpasswd.ts, as for the basicAuth plugin. bcrypt costs
 // tens of milliseconds per check, so a verified Basic Authorization value is
 // remembered (keyed by its SHA-256, never stored in clear) for a short while;
-// a token costs one SHA-256 and is not remembered. An unknown user name is
-// checked against a decoy of the first user's hash, so answer times do not
-// tell which names exist.
+// a token costs one SHA-256 and is not remembered. Every password check costs
+// the same whatever the user name, known or not (core/auth/password-table.ts),
+// so answer times do not tell which names exist.
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { type HtpasswdEntry, decoyOf, parseEntry, verifyAsync, verifySync } from '../auth/htpasswd.js'
+import { type HtpasswdEntry, parseEntry } from '../auth/htpasswd.js'
+import { PasswordTable } from '../auth/password-table.js'
 import type { Credentials } from '../config/admin.js'
+import { isLbError } from '../errors.js'
 
 const CACHE_MS = 60_000
 const CACHE_MAX = 1024
 
 export class Authenticator {
-  readonly #users: readonly HtpasswdEntry[]
-  /** what an unknown user name is checked against; null without users */
-  readonly #decoy: HtpasswdEntry | null
+  /** null without users */
+  readonly #users: PasswordTable | null
   readonly #tokens: readonly Buffer[]
   readonly #required: boolean
   readonly #ok = new Map<string, number>()
@@ -24,8 +25,8 @@ export class Authenticator {
   constructor (creds: Credentials) {
     // checkAdmin already refused every entry parseEntry refuses; one that slips
     // through anyway is left out, so nobody can log in as that user
-    this.#users = creds.users.map((u) => parseEntry(u)).filter((e): e is HtpasswdEntry => typeof e !== 'string')
-    this.#decoy = this.#users.length > 0 ? decoyOf(this.#users[0]!) : null
+    const users = creds.users.map((u) => parseEntry(u)).filter((e): e is HtpasswdEntry => typeof e !== 'string')
+    this.#users = users.length > 0 ? new PasswordTable(users) : null
     this.#tokens = creds.tokens.map((t) => sha256(t))
     // counted before that filter: configured users still mean the listener needs auth
     this.#required = creds.users.length > 0 || creds.tokens.length > 0
@@ -35,7 +36,10 @@ export class Authenticator {
     return this.#required
   }
 
-  /** The user name ("" for a token) when `authorization` is valid, else null. */
+  /**
+   * The user name ("" for a token) when `authorization` is valid, else null.
+   * Rejects with LB_ERR_AUTH_BUSY when too many bcrypt checks wait already.
+   */
   async check (authorization: string | undefined): Promise<string | null> {
     if (authorization === undefined) return null
     const m = /^(Basic|Bearer)\s+(\S+)\s*$/i.exec(authorization)
@@ -46,15 +50,14 @@ export class Authenticator {
     }
     const text = Buffer.from(m[2]!, 'base64').toString('utf8')
     const i = text.indexOf(':')
-    if (i < 0 || this.#decoy === null) return null
+    if (i < 0 || this.#users === null) return null
     const name = text.slice(0, i)
-    const u = this.#users.find((x) => x.user === name)
     const key = sha256(authorization).toString('hex')
     const now = Date.now()
     const until = this.#ok.get(key)
-    if (u !== undefined && until !== undefined && until > now) return name
-    const ok = await verify(u ?? this.#decoy, text.slice(i + 1))
-    if (!ok || u === undefined) return null
+    // only a verified value is remembered, so a remembered one is a known user's
+    if (until !== undefined && until > now) return name
+    if (!await verify(this.#users, name, text.slice(i + 1))) return null
     if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
     this.#ok.set(key, now + CACHE_MS)
     return name
@@ -65,11 +68,15 @@ function sha256 (s: string): Buffer {
   return createHash('sha256').update(s).digest()
 }
 
-/** The password check; a hash bcryptjs cannot use (it throws) refuses the request rather than failing it. */
-async function verify (u: HtpasswdEntry, password: string): Promise<boolean> {
+/**
+ * The password check. A hash bcryptjs cannot use (it throws) refuses the
+ * request rather than failing it; a full bcrypt queue is the caller's to answer.
+ */
+async function verify (users: PasswordTable, name: string, password: string): Promise<boolean> {
   try {
-    return verifySync(u, password) ?? await verifyAsync(u, password)
-  } catch {
+    return users.checkSync(name, password) ?? await users.check(name, password)
+  } catch (err) {
+    if (isLbError(err) && err.code === 'LB_ERR_AUTH_BUSY') throw err
     return false
   }
 }

@@ -4,6 +4,7 @@
 // listener is generated from the tables, and mutating calls are logged.
 import http from 'node:http'
 import { reportFault } from '../control/faults.js'
+import { isLbError } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { Authenticator } from './auth.js'
 import { browserRefusal, localOnly } from './browser-guard.js'
@@ -147,7 +148,15 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
     }
     let user = ''
     if (o.auth !== null) {
-      const who = await o.auth.check(req.headers.authorization)
+      let who: string | null
+      try {
+        who = await o.auth.check(req.headers.authorization)
+      } catch (err) {
+        if (!isLbError(err) || err.code !== 'LB_ERR_AUTH_BUSY') throw err
+        req.resume()
+        send(res, { status: 503, headers: { 'retry-after': '1' }, json: { code: 503, message: err.message } }, head)
+        return
+      }
       if (who === null) {
         req.resume()
         send(res, { status: 401, headers: { 'www-authenticate': 'Basic realm="lb"' }, json: { code: 401, message: 'authentication required' } }, head)
