@@ -94,8 +94,16 @@ export class ConfigStore {
       return
     }
     writeState(this.#path, state)
+    let errors: string[]
+    try {
+      errors = await this.#apply(config)
+    } catch (err) {
+      // not applied: the disk stays with what runs; the next poll tries again
+      writeState(this.#path, this.#state)
+      throw err
+    }
+    // the version changes with the running configuration (see update())
     this.#state = state
-    const errors = await this.#apply(config)
     if (errors.length > 0) this.#log.error('cluster configuration rejected by some workers', { errors })
     this.#log.info('cluster: configuration of the cluster applied', { version })
   }
@@ -206,16 +214,20 @@ export class ConfigStore {
       const config = this.#validate(raw, next)
       if (this.#shared !== null) await this.#commit(this.#shared, current.version, next)
       writeState(this.#path, next)
-      this.#state = next
       let errors: string[]
       try {
         errors = await this.#apply(config)
       } catch (err) {
         // not applied anywhere: put the previous state back so disk and workers agree
         writeState(this.#path, current)
-        this.#state = current
         throw new ApiError(500, `the configuration could not be applied: ${(err as Error).message}`)
       }
+      // Readers see the version change with the running configuration, never
+      // before it: apply() swaps the configuration in its last synchronous
+      // step, and only microtasks run between it and this line. (Set before
+      // the apply, a GET in between answered the new version with the old
+      // configuration.)
+      this.#state = next
       if (errors.length > 0) this.#log.error('config API change rejected by some workers', { errors })
       return { version: next.version }
     })

@@ -2,7 +2,8 @@
 // three real lb nodes: a write on one node is applied on the others within 1 s,
 // the version is the cluster's (the same version written on two nodes: one
 // success, one 409), and a node started while Redis is down starts from its
-// local copy and catches up when Redis is back; a transaction is one cluster-wide step.
+// local copy and catches up when Redis is back; a transaction is one cluster-wide step;
+// a node's reads show a version only with the configuration it names.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { type AdminLb, restartLb, send } from '../admin/util.js'
@@ -100,5 +101,37 @@ describe('cluster: the config API state lives in Redis', () => {
       assert.equal(await version(n), v + 1)
       assert.equal((await send('GET', `${n.admin}${CFG}/backends/stale1`)).status, 404)
     }
+  })
+
+  test('a node never answers a version before the configuration it names: _version and the backends change together', async () => {
+    const [a, b, c] = nodes as [AdminLb, AdminLb, AdminLb]
+    /** the version each backend was written at */
+    const writtenAt = new Map<string, number>()
+    const seen: Array<{ node: string, version: number, names: string[] }> = []
+    let writing = true
+    // reads as fast as the nodes answer, while a writes: the window to catch is a node's apply, a few ms
+    const read = async (n: AdminLb, node: string): Promise<void> => {
+      while (writing) {
+        const r = await send('GET', `${n.admin}${CFG}/backends`)
+        const list = r.json as { _version: number, data: Array<{ name: string }> }
+        seen.push({ node, version: list._version, names: list.data.map((x) => x.name) })
+      }
+    }
+    const readers = [read(b, 'b'), read(c, 'c')]
+    try {
+      for (let i = 0; i < 10; i++) {
+        const name = `seq${i}`
+        const r = await send('POST', `${a.admin}${CFG}/backends`, { name })
+        assert.equal(r.status, 201, r.body)
+        writtenAt.set(name, Number(r.headers['configuration-version']))
+        for (const n of [b, c]) await until(`${name} on the other node`, async () => (await send('GET', `${n.admin}${CFG}/backends/${name}`)).status === 200, 1000)
+      }
+    } finally {
+      writing = false
+      await Promise.all(readers)
+    }
+    const early = seen.filter((x) => [...writtenAt].some(([name, v]) => v <= x.version && !x.names.includes(name)))
+    assert.deepEqual(early.map((x) => `${x.node} at version ${x.version} without ${[...writtenAt].filter(([name, v]) => v <= x.version && !x.names.includes(name)).map(([name]) => name).join(', ')}`), [],
+      `${seen.length} reads`)
   })
 })
