@@ -74,7 +74,9 @@ export async function run (configPath: string): Promise<Running> {
   // when a service routes to it or it has its own listener (a model runner costs memory)
   const wantGen = (c: Config): boolean => c.generation.enabled && (c.services.some((s) => s.kind === 'generate') || c.generation.listen !== '')
   let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log) : null
-  const supervisor = new Supervisor(shm, config, slots.apply(config), generation, log)
+  const firstSlots = slots.apply(config)
+  slots.commit(firstSlots)
+  const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
   try {
     await supervisor.start()
   } catch (err) {
@@ -126,6 +128,7 @@ export async function run (configPath: string): Promise<Running> {
       const errors = await supervisor.broadcast(next, slotMap, generation)
       if (errors.length > 0) log.error('some workers rejected the configuration', { errors })
       config = next
+      slots.commit(slotMap)
       health.update(config, slots)
       void acme.update(config)
       log.info('configuration applied', { generation })

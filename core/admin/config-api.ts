@@ -257,8 +257,11 @@ export function configApi (ctx: AdminContext): Surface {
       for (const k of Object.keys(t)) if (!['admin_state', 'name', 'address', 'port', 'id', 'operational_state'].includes(k)) throw new ApiError(422, `${k} in body is a forbidden property`, 616)
       const state = t.admin_state
       if (state !== 'ready' && state !== 'drain' && state !== 'maint') throw new ApiError(422, 'admin_state in body should be one of [ready maint drain]', 606)
-      const slot = ctx.slots.server(b.name, req.params.name!)!
-      setAdminState(ctx.shm.i32, slot, ctx.slots.service(b.name)!, ADMIN_STATES.indexOf(state))
+      const slot = ctx.slots.server(b.name, req.params.name!)
+      const serviceSlot = ctx.slots.service(b.name)
+      // both exist whenever the server is in the running configuration (SlotRegistry.commit); checked all the same, as the runtime socket does
+      if (slot === undefined || serviceSlot === undefined) throw new ApiError(404, `missing object: Server ${req.params.name!} does not exist in backend ${b.name}`)
+      setAdminState(ctx.shm.i32, slot, serviceSlot, ADMIN_STATES.indexOf(state))
       return { status: 200, json: runtimeServer(ctx, b, req.params.name!, i) }
     }),
     r('GET', '/v2/info', 'API and system information (Data Plane API info model)', () => ({ status: 200, json: apiInfo(ctx) })),

@@ -2,6 +2,13 @@
 // across reloads (by service name and "service/server" name), so counters,
 // health state and runtime changes (weight, drain, maint) survive a reload.
 // A freed slot goes to the back of the free list, so it is reused as late as possible.
+//
+// apply() assigns the slots of a configuration the workers are about to get;
+// readers (admin, metrics, health checks) look names up in the slots of the
+// configuration running, which commit() swaps in together with it. Between
+// the two, a removed server still has its (freed, not yet reused) slot, and a
+// runtime change to it lands there instead of on whatever index an undefined
+// slot makes (word 0: the layout's magic).
 import type { Config } from '../config/load.js'
 import type { Slots } from '../protocol.js'
 import { clearServerCounters } from '../shm/counters.js'
@@ -24,8 +31,16 @@ export class SlotRegistry {
   readonly #freeServices: number[] = Array.from({ length: MAX_SERVICES }, (_, i) => i)
   readonly #freeServers: number[] = Array.from({ length: MAX_SERVERS }, (_, i) => i)
 
+  /** the slots of the configuration running: what server(), service() and router() answer */
+  #view = { services: new Map<string, number>(), servers: new Map<string, number>(), routers: new Map<string, number>() }
+
   constructor (shm: Shm) {
     this.#shm = shm
+  }
+
+  /** Makes `slots` (from apply()) what readers see; call it where the running configuration becomes the one they were assigned for. */
+  commit (slots: Slots): void {
+    this.#view = { services: new Map(Object.entries(slots.services)), servers: new Map(Object.entries(slots.servers)), routers: new Map(Object.entries(slots.routers)) }
   }
 
   /** Assigns slots for `config`, frees the slots of what it no longer has; throws when slots run out (capacityProblems checks first). */
@@ -86,14 +101,14 @@ export class SlotRegistry {
   }
 
   router (name: string): number | undefined {
-    return this.#routers.get(name)
+    return this.#view.routers.get(name)
   }
 
   server (service: string, server: string): number | undefined {
-    return this.#servers.get(`${service}/${server}`)
+    return this.#view.servers.get(`${service}/${server}`)
   }
 
   service (name: string): number | undefined {
-    return this.#services.get(name)
+    return this.#view.services.get(name)
   }
 }
