@@ -31,8 +31,12 @@ export async function loadStartConfig (configPath: string): Promise<{ config: Co
   try { old = readState(file) } catch { /* unreadable: its version is lost too */ }
   const aside = `${file}.bad-${new Date().toISOString().replace(/[:.]/g, '-')}`
   renameSync(file, aside)
-  // the next API write must not reuse a version number clients have seen
-  writeState(file, { version: old.version + 1, backends: {} })
+  // Alone, the next API write must not reuse a version number clients have
+  // seen. In a cluster the version is the cluster's, kept in Redis: the state
+  // of no API write (version 1) makes this node take the cluster's state when
+  // it reaches Redis. A higher version would be put in Redis as the newest,
+  // and every node would take the empty state and drop the API's backends.
+  writeState(file, config.cluster === null ? { version: old.version + 1, backends: {} } : EMPTY_STATE)
   const reason = (first as Error).message.replace(/\s*\n\s*/g, '; ')
   const error = {
     file,

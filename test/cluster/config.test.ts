@@ -3,8 +3,11 @@
 // the version is the cluster's (the same version written on two nodes: one
 // success, one 409), and a node started while Redis is down starts from its
 // local copy and catches up when Redis is back; a transaction is one cluster-wide step;
-// a node's reads show a version only with the configuration it names.
+// a node's reads show a version only with the configuration it names; a node
+// whose state file is set aside takes the cluster's state and wipes nobody's.
 import assert from 'node:assert/strict'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { type AdminLb, restartLb, send } from '../admin/util.js'
 import { clusterFixture, until } from './nodes.js'
@@ -133,5 +136,27 @@ describe('cluster: the config API state lives in Redis', () => {
     const early = seen.filter((x) => [...writtenAt].some(([name, v]) => v <= x.version && !x.names.includes(name)))
     assert.deepEqual(early.map((x) => `${x.node} at version ${x.version} without ${[...writtenAt].filter(([name, v]) => v <= x.version && !x.names.includes(name)).map(([name]) => name).join(', ')}`), [],
       `${seen.length} reads`)
+  })
+
+  test('a node whose state file cannot be applied sets it aside and takes the cluster\'s state; the others keep theirs', async () => {
+    const [a, b] = nodes as [AdminLb, AdminLb, AdminLb]
+    const v = await version(a)
+    for (const n of nodes) await until('one version everywhere', async () => await version(n) === v)
+    assert.equal(await nodes[2]!.lb.stop(), 0)
+    // a state file that reads (its version kept) but does not apply: a backend no configuration accepts
+    const file = join(nodes[2]!.lb.dir, 'run', 'config-api.json')
+    const state = JSON.parse(readFileSync(file, 'utf8')) as { version: number, backends: Record<string, unknown> }
+    assert.equal(state.version, v)
+    state.backends.broken = { no_such_setting: true }
+    writeFileSync(file, JSON.stringify(state))
+    const c = await restartLb(nodes[2]!)
+    nodes[2] = c
+    await c.lb.logMatching(/config API state file set aside/)
+    // before, c put its empty state in Redis as the newest, and a and b took it: every API backend gone
+    await until('the cluster\'s state on c', async () => (await send('GET', `${c.admin}${CFG}/backends/api1`)).status === 200, 3000)
+    for (const n of [a, b, c]) {
+      assert.equal(await version(n), v)
+      for (const name of ['api1', 'tx1', 'seq9']) assert.equal((await send('GET', `${n.admin}${CFG}/backends/${name}`)).status, 200, name)
+    }
   })
 })
