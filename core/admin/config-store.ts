@@ -241,7 +241,9 @@ export class ConfigStore {
     try {
       ok = await shared.commit(expected, { version: next.version, text: stateText(next) })
     } catch (err) {
-      throw new ApiError(503, `the cluster's configuration lives in Redis, which does not answer (${(err as Error).message}); nothing was changed`)
+      // A reply that timed out does not say the write was not made: Redis may
+      // have run it and answered late. The next poll adopts it if so.
+      throw new ApiError(503, `the cluster's configuration lives in Redis, which did not answer the write in time (${(err as Error).message}); it may have been stored all the same, and then every node applies it: read the version before writing again`)
     }
     if (!ok) throw new ApiError(409, `version mismatch: another node changed the configuration first; version ${expected} is outdated`)
   }
