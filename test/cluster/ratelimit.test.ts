@@ -45,32 +45,37 @@ describe('cluster: rate limits and membership over Redis', () => {
     const during: Reply[] = []
     const traffic = (async () => {
       for (let i = 0; !stop; i++) {
-        during.push(await request(`${nodes[i % 3]!.lb.url}/`, { localAddress: '127.0.0.12' }))
+        // a failed connection is a reply of status 0, so the loop never throws
+        during.push(await request(`${nodes[i % 3]!.lb.url}/`, { localAddress: '127.0.0.12' }).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })))
         await sleep(10)
       }
     })()
-    const logged = nodes.map((n) => n.lb.log().length)
-    await r.kill()
-    for (const n of nodes) await until('lb_cluster_redis_up 0', async () => await metric(n, 'lb_cluster_redis_up') === 0, 3000)
-    for (const [i, n] of nodes.entries()) {
-      await n.lb.logMatching(/Redis unreachable/)
-      assert.equal(n.lb.log().slice(logged[i]).match(/Redis unreachable/g)?.length, 1, 'one log line for the outage')
+    try {
+      const logged = nodes.map((n) => n.lb.log().length)
+      await r.kill()
+      for (const n of nodes) await until('lb_cluster_redis_up 0', async () => await metric(n, 'lb_cluster_redis_up') === 0, 3000)
+      for (const [i, n] of nodes.entries()) {
+        await n.lb.logMatching(/Redis unreachable/)
+        assert.equal(n.lb.log().slice(logged[i]).match(/Redis unreachable/g)?.length, 1, 'one log line for the outage')
+      }
+      // Redis down: a source sending 60 requests to node a alone gets a's share, ceil(100 / 3) = 34
+      const alone = (await spread([nodes[0]!], 60, 5, '127.0.0.13')).replies
+      assert.equal(ok(alone), 34)
+      assert.ok(await metric(nodes[0]!, 'lb_cluster_ratelimit_refusals_total{decided="local"}') >= 26)
+      await r.restart()
+      for (const n of nodes) await until('lb_cluster_redis_up 1', async () => await metric(n, 'lb_cluster_redis_up') === 1, 5000)
+      await nodes[0]!.lb.logMatching(/Redis reachable; cluster-wide rate limits apply[\s\S]*Redis unreachable[\s\S]*Redis reachable/)
+      // back: a new source spread over the nodes gets the cluster's 100, not 3 × 34 nor 34
+      const back = (await spread(nodes, 150, 20, '127.0.0.14')).replies
+      const admitted = ok(back)
+      assert.ok(admitted >= 95 && admitted <= 105, `admitted ${admitted} after Redis came back, expected 100 ±5`)
+    } finally {
+      // the traffic loop ends with the test, failed or not
+      stop = true
+      await traffic
     }
-    // Redis down: a source sending 60 requests to node a alone gets a's share, ceil(100 / 3) = 34
-    const alone = (await spread([nodes[0]!], 60, 5, '127.0.0.13')).replies
-    assert.equal(ok(alone), 34)
-    assert.ok(await metric(nodes[0]!, 'lb_cluster_ratelimit_refusals_total{decided="local"}') >= 26)
-    await r.restart()
-    for (const n of nodes) await until('lb_cluster_redis_up 1', async () => await metric(n, 'lb_cluster_redis_up') === 1, 5000)
-    await nodes[0]!.lb.logMatching(/Redis reachable; cluster-wide rate limits apply[\s\S]*Redis unreachable[\s\S]*Redis reachable/)
-    // back: a new source spread over the nodes gets the cluster's 100, not 3 × 34 nor 34
-    const back = (await spread(nodes, 150, 20, '127.0.0.14')).replies
-    stop = true
-    await traffic
-    const admitted = ok(back)
-    assert.ok(admitted >= 95 && admitted <= 105, `admitted ${admitted} after Redis came back, expected 100 ±5`)
     assert.ok(during.length > 50, `${during.length} requests under traffic`)
-    assert.deepEqual(during.filter((x) => x.status !== 200).map((x) => x.status), [], 'no failed request while Redis was gone')
+    assert.deepEqual(during.filter((x) => x.status !== 200).map((x) => `${x.status} ${x.body.slice(0, 80)}`), [], 'no failed request while Redis was gone')
   })
 
   test('a node killed leaves the membership within its TTL', async () => {
@@ -78,8 +83,9 @@ describe('cluster: rate limits and membership over Redis', () => {
     const killedAt = Date.now()
     await nodes[2]!.lb.stop('SIGKILL')
     await until('2 live nodes on a', async () => /^Members: a b$/m.test(await sock(nodes[0]!.sock, 'show cluster')), 4000)
-    // node_ttl 1.5 s, plus at most one heartbeat period (ttl / 3) of the node that notices
-    assert.ok(Date.now() - killedAt < 1500 + 500 + 300, `left after ${Date.now() - killedAt} ms`)
+    // node_ttl 1.5 s, plus at most one heartbeat period (ttl / 3) of the node that notices, plus
+    // this machine's scheduling (a late timer, the script, the socket round trip)
+    assert.ok(Date.now() - killedAt < 1500 + 500 + 1000, `left after ${Date.now() - killedAt} ms`)
     // and every other node, within its own next heartbeat
     await until('lb_cluster_nodes 2 on b', async () => await metric(nodes[1]!, 'lb_cluster_nodes') === 2, 1000)
   })

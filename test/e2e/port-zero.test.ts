@@ -107,7 +107,8 @@ describe('listeners on port 0', () => {
       await waitFor(() => restarts() > before, `worker ${worker} to be restarted`, 10_000)
       await waitFor(() => listeners(web) === 2, 'both workers to listen on the web port again', 10_000)
       assert.deepEqual(await workersServing(a.lb.url), new Set(['0', '1']), `after worker ${worker}'s restart`)
-      assert.equal(listeners(db), 1, 'the tcp entry point is back in worker 0')
+      // worker 0 opens the web port first and the tcp one after an await
+      await waitFor(() => listeners(db) === 1, 'the tcp entry point back in worker 0', 10_000)
       assert.equal((await request(`http://127.0.0.1:${db}/`)).status, 200)
     }
     assert.equal(listeningLines(a.lb.log()).length, 4, 'no new port was bound')

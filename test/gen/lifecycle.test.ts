@@ -67,6 +67,8 @@ test('request_timeout: 504 before the reply started, a final error line after', 
   const r = await post(base, '/api/generate', { ...LONG, options: { ...LONG.options, num_predict: 100_000 }, stream: false })
   assert.equal(r.status, 504)
   assert.match(r.json.error, /timed out after 0\.4s/)
+  // the stopped job has left its sequence: the next one's 400 ms are its own, not spent queued behind it
+  await until(() => svc.stats().inFlight === 0, 5000, 'the timed-out job to stop')
   const s = await post(base, '/api/generate', { ...LONG, options: { ...LONG.options, num_predict: 100_000 } })
   assert.equal(s.status, 200)
   const last = lines(s.text).pop()

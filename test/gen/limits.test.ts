@@ -111,7 +111,7 @@ test('a context token outside the vocabulary is a 400 naming the field; the runn
 test('request_timeout stops the work: the next request is served', async (t) => {
   // 1.5 s: long enough for a model load on a busy machine, about half of the fastest 4,000-token reply seen
   // (2.8 s on a quiet machine; 4,094 tokens is as long as a reply gets, the model's context being 4,096).
-  const { base, svc } = await startGen(t, { request_timeout: '1500ms', parallel: 1, contexts: 1, cancel_grace: '300ms' })
+  const { base, svc } = await startGen(t, { request_timeout: '1500ms', parallel: 1, contexts: 1, cancel_grace: '1s' })
   await svc.ready()
   // Load the model first, so that the time-out falls in the generation.
   assert.equal((await post(base, '/api/generate', { model: 'random', prompt: 'x', stream: false, options: { num_predict: 1 } })).status, 200)

@@ -47,7 +47,8 @@ function probe (o: tls.ConnectionOptions): Promise<Seen> {
         s.destroy()
         resolve({ fingerprint: fp, alpn: s.alpnProtocol, echo, closed })
       }
-      const timer = setTimeout(() => done(false), 300)
+      // every case ends early (the echo, or the close); this only bounds one that does not
+      const timer = setTimeout(() => done(false), 2000)
       s.setEncoding('utf8')
       s.on('data', (d: string) => { echo += d; if (echo === 'ping') done(false) })
       s.once('end', () => done(true))
