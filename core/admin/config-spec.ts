@@ -33,11 +33,11 @@ const json = (schema: Obj, description: string, headers = true): Obj => ({
 const err = (description: string): Obj => json(ref('error'), description)
 const q = (name: string, schema: Obj, description: string, required = false): Obj => ({ name, in: 'query', required, schema, description })
 const VERSION_Q = q('version', { type: 'integer' }, 'configuration version the change is based on (409 when it is not the current one)')
-const TX_Q = q('transaction_id', { type: 'string' }, 'a transaction in progress: a write is staged in it (202), a read sees the configuration it would make; an unknown one is 400 "transaction does not exist"')
+const TX_Q = q('transaction_id', { type: 'string' }, 'a transaction in progress: a write is staged in it (202), a read sees the configuration it would make; an unknown one is 400 "transaction does not exist", one opened before the last write is 406 (outdated)')
 const FORCE_Q = q('force_reload', { type: 'boolean' }, 'accepted; lb applies every change at once')
 const BACKEND_Q = q('backend', { type: 'string' }, 'the parent backend (parent_name is accepted too)', true)
 const NAME_P = { name: 'name', in: 'path', required: true, schema: { type: 'string' } }
-const WRITE_ERRORS = { 400: err('bad request: unparsable body, unknown query parameter, unknown transaction, validation error'), 409: err('exists, or version mismatch'), 415: err('not JSON'), 422: err('schema violation (go-openapi codes 6xx)') }
+const WRITE_ERRORS = { 400: err('bad request: unparsable body, unknown query parameter, unknown transaction, validation error'), 406: err('outdated transaction (?transaction_id): a write since it opened'), 409: err('exists, or version mismatch'), 415: err('not JSON'), 422: err('schema violation (go-openapi codes 6xx)') }
 const STAGED = { 202: { description: 'staged in the transaction (?transaction_id); applied at its commit' } }
 const staged = (schema: Obj): Obj => ({ 202: json(schema, 'staged in the transaction (?transaction_id); applied at its commit') })
 const TX_ID_P = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
@@ -122,7 +122,7 @@ function servicePaths (base: string, suffix: string): Obj {
   const cfg = `${base}/configuration`
   const id = (s: string): string => s + suffix
   return {
-    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), parameters: [TX_Q], responses: { 200: json({ type: 'integer' }, 'the version (in a transaction: the one it was opened on)'), 400: err('unknown transaction') } } },
+    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), parameters: [TX_Q], responses: { 200: json({ type: 'integer' }, 'the version (in a transaction: the one it was opened on)'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') } } },
     [`${base}/transactions`]: {
       get: {
         operationId: id('getTransactions'),
@@ -159,7 +159,7 @@ function servicePaths (base: string, suffix: string): Obj {
       delete: { operationId: id('deleteTransaction'), parameters: [], responses: { 204: { description: 'deleted, nothing of it applied' }, 400: err('unknown query parameter'), 404: err('no such transaction'), 409: err('being committed') } },
     },
     [`${cfg}/backends`]: {
-      get: { operationId: id('getBackends'), parameters: [TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('backend') }), 'the backends'), 400: err('unknown transaction') } },
+      get: { operationId: id('getBackends'), parameters: [TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('backend') }), 'the backends'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') } },
       post: {
         operationId: id('createBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
@@ -169,7 +169,7 @@ function servicePaths (base: string, suffix: string): Obj {
     },
     [`${cfg}/backends/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), 400: err('unknown transaction'), 404: err('no such backend') } },
+      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend') } },
       put: {
         operationId: id('replaceBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
@@ -179,7 +179,7 @@ function servicePaths (base: string, suffix: string): Obj {
       delete: { operationId: id('deleteBackend'), parameters: [VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, ...STAGED, 404: err('no such backend'), ...WRITE_ERRORS } },
     },
     [`${cfg}/servers`]: {
-      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), 400: err('unknown transaction'), 404: err('no such backend'), 422: err('backend missing') } },
+      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend'), 422: err('backend missing') } },
       post: {
         operationId: id('createServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],
@@ -189,7 +189,7 @@ function servicePaths (base: string, suffix: string): Obj {
     },
     [`${cfg}/servers/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), 400: err('unknown transaction'), 404: err('no such backend or server') } },
+      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend or server') } },
       put: {
         operationId: id('replaceServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],

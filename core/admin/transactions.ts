@@ -10,7 +10,8 @@
 // once (one state file rename, so a kill -9 leaves all or nothing) and applied,
 // one version step. A transaction based on an older version than the current
 // one is outdated (406), never rebased: its changes were checked against a
-// configuration that no longer exists.
+// configuration that no longer exists. Reads and writes through it get the
+// same 406, so no read shows the current configuration under its old version.
 //
 // Invariants: changes are pure functions of the draft (they capture the
 // request's parsed body, nothing live), so a replay gives what the staged
@@ -86,6 +87,11 @@ export class Transactions {
     if (t === undefined) throw new ApiError(400, `transaction does not exist: transaction ${id} does not exist`)
     if (t.status !== 'in_progress') throw new ApiError(400, `transaction ${id} is ${t.status}: only a transaction in progress can be read or changed; start a new one`)
     if (t.committing) throw new ApiError(409, `transaction ${id} is being committed: it takes no more changes`)
+    // a write since it opened: its reads would show a configuration it cannot commit (the Data Plane API's outdated)
+    if (t.version !== this.#store.version) {
+      t.status = 'outdated'
+      throw this.#outdated(t)
+    }
     return t
   }
 

@@ -95,9 +95,13 @@ test('transactions: staged writes, one-version commit, outdated 406, failed comm
   assert.equal((await call('DELETE', `${CFG}/servers/s2?backend=web&transaction_id=${older}`)).status, 202)
   assert.equal((await call('POST', `${CFG}/servers?backend=web&transaction_id=${newer}`, server('s4', b4!.port))).status, 202)
   assert.equal((await call('PUT', `${TX}/${newer}`)).status, 200)
+  const outdated = { code: 406, message: `transaction ${older} is outdated: it was opened on version 2, the configuration is at version 3; nothing was applied, start a new transaction` }
+  // a read through it would show version 3's servers as version 2's: refused as its commit is
+  r = await call('GET', `${CFG}/servers?backend=web&transaction_id=${older}`)
+  assert.deepEqual([r.status, r.json], [406, outdated])
   r = await call('PUT', `${TX}/${older}`)
   assert.equal(r.status, 406, r.body)
-  assert.deepEqual(r.json, { code: 406, message: `transaction ${older} is outdated: it was opened on version 2, the configuration is at version 3; nothing was applied, start a new transaction` })
+  assert.deepEqual(r.json, outdated)
   assert.equal(await version(), 3)
   assert.deepEqual(names(await call('GET', `${CFG}/servers?backend=web`)), ['s1', 's2', 's3', 's4'], 's2 was not deleted')
   assert.deepEqual((await call('GET', `${TX}/${older}`)).json, { id: older, _version: 2, status: 'outdated' })
