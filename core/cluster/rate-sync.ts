@@ -65,11 +65,11 @@ export class RateSync {
       for (let i = 0; i < found.ways.length; i += BATCH) {
         const ways = found.ways.slice(i, i + BATCH)
         const ests = found.ests.slice(i, i + BATCH)
-        const keys = ways.map((w) => this.#keyOf(w))
+        const keys = found.keys.slice(i, i + BATCH)
         const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
         for (let j = 0; j < ways.length; j++) args.push(ests[j]!, 2 * this.#i32[this.#extra(ways[j]!) + CX_PERIOD]! + this.#conf.nodeTtlMs)
         const others = await runScript(this.#redis, RATE_SYNC, keys, args) as number[]
-        for (let j = 0; j < ways.length; j++) this.#store(ways[j]!, found.kas[i + j]!, ests[j]!, others[j] ?? 0)
+        for (let j = 0; j < ways.length; j++) this.#store(ways[j]!, found.kas[i + j]!, found.kbs[i + j]!, ests[j]!, others[j] ?? 0)
       }
       this.lastSync = Date.now()
       this.lastSeconds = (performance.now() - started) / 1000
@@ -83,11 +83,19 @@ export class RateSync {
     }
   }
 
-  /** Ways (global index s * RATE_WAYS + w) with something to tell: a live estimate, or a last 0 after one. */
-  #collect (t: number): { ways: number[], kas: number[], ests: number[] } {
+  /**
+   * Ways (global index s * RATE_WAYS + w) with something to tell: a live
+   * estimate, or a last 0 after one. Each with its source's table key and
+   * Redis key as they are now: batches after the first are sent after an
+   * await, when a way may have changed hands, and its estimate must still go
+   * under the key of the source it was made for.
+   */
+  #collect (t: number): { ways: number[], kas: number[], kbs: number[], keys: string[], ests: number[] } {
     const i32 = this.#i32
     const ways: number[] = []
     const kas: number[] = []
+    const kbs: number[] = []
+    const keys: string[] = []
     const ests: number[] = []
     for (let s = 0; s < CLUSTER_SETS; s++) {
       const set = CLUSTER_TABLE + s * RATE_SET_WORDS
@@ -101,12 +109,15 @@ export class RateSync {
         const expired = ((t - i32[d + RD_EXPIRE]!) | 0) >= 0
         const est = expired ? 0 : this.#estimate(d, x, t, period)
         if (est === 0 && i32[x + CX_SYNCED] === 0 && i32[x + CX_OTHERS] === 0) continue
+        const kb = i32[set + RS_KEY_B + w]!
         ways.push(s * RATE_WAYS + w)
         kas.push(ka)
+        kbs.push(kb)
+        keys.push(this.#keyOf(ka, kb))
         ests.push(est)
       }
     }
-    return { ways, kas, ests }
+    return { ways, kas, kbs, keys, ests }
   }
 
   /** What this node counts now for the entry at data words `d`, extras `x`: its window estimate, or its bucket's level drained to `t`. */
@@ -123,21 +134,20 @@ export class RateSync {
     return CLUSTER_EXTRA + way * CX_WORDS
   }
 
-  /** The Redis key of a way's source: both halves of its table key, so every node names it alike. */
-  #keyOf (way: number): string {
-    const set = CLUSTER_TABLE + Math.floor(way / RATE_WAYS) * RATE_SET_WORDS
-    const w = way % RATE_WAYS
+  /** The Redis key of a source: both halves of its table key, so every node names it alike. */
+  #keyOf (ka: number, kb: number): string {
     const hex = (v: number): string => (v >>> 0).toString(16).padStart(8, '0')
-    return `${this.#conf.prefix}rl:${hex(this.#i32[set + RS_KEY_A + w]!)}${hex(this.#i32[set + RS_KEY_B + w]!)}`
+    return `${this.#conf.prefix}rl:${hex(ka)}${hex(kb)}`
   }
 
   /** Writes what Redis said into the way's extras, under the set's lock, unless the way changed hands meanwhile. */
-  #store (way: number, ka: number, est: number, others: number): void {
+  #store (way: number, ka: number, kb: number, est: number, others: number): void {
     const i32 = this.#i32
     const set = CLUSTER_TABLE + Math.floor(way / RATE_WAYS) * RATE_SET_WORDS
+    const w = way % RATE_WAYS
     const x = this.#extra(way)
     this.#table.lockSet(set)
-    if (i32[set + RS_KEY_A + (way % RATE_WAYS)] === ka && i32[x + CX_KA] === ka) {
+    if (i32[set + RS_KEY_A + w] === ka && i32[set + RS_KEY_B + w] === kb && i32[x + CX_KA] === ka) {
       i32[x + CX_OTHERS] = Math.min(others, 0x7fff_ffff) // bucket levels of many nodes may pass an Int32
       i32[x + CX_SYNCED] = est
     }
