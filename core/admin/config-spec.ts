@@ -38,6 +38,8 @@ const FORCE_Q = q('force_reload', { type: 'boolean' }, 'accepted; lb applies eve
 const BACKEND_Q = q('backend', { type: 'string' }, 'the parent backend (parent_name is accepted too)', true)
 const NAME_P = { name: 'name', in: 'path', required: true, schema: { type: 'string' } }
 const WRITE_ERRORS = { 400: err('bad request: unparsable body, unknown query parameter, unknown transaction, validation error'), 406: err('outdated transaction (?transaction_id): a write since it opened'), 409: err('exists, or version mismatch'), 415: err('not JSON'), 422: err('schema violation (go-openapi codes 6xx)') }
+/** a read with ?transaction_id */
+const TX_READ_ERRORS = { 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') }
 const STAGED = { 202: { description: 'staged in the transaction (?transaction_id); applied at its commit' } }
 const staged = (schema: Obj): Obj => ({ 202: json(schema, 'staged in the transaction (?transaction_id); applied at its commit') })
 const TX_ID_P = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
@@ -122,7 +124,7 @@ function servicePaths (base: string, suffix: string): Obj {
   const cfg = `${base}/configuration`
   const id = (s: string): string => s + suffix
   return {
-    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), parameters: [TX_Q], responses: { 200: json({ type: 'integer' }, 'the version (in a transaction: the one it was opened on)'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') } } },
+    [`${cfg}/version`]: { get: { operationId: id('getConfigurationVersion'), parameters: [TX_Q], responses: { 200: json({ type: 'integer' }, 'the version (in a transaction: the one it was opened on)'), ...TX_READ_ERRORS } } },
     [`${base}/transactions`]: {
       get: {
         operationId: id('getTransactions'),
@@ -159,7 +161,7 @@ function servicePaths (base: string, suffix: string): Obj {
       delete: { operationId: id('deleteTransaction'), parameters: [], responses: { 204: { description: 'deleted, nothing of it applied' }, 400: err('unknown query parameter'), 404: err('no such transaction'), 409: err('being committed') } },
     },
     [`${cfg}/backends`]: {
-      get: { operationId: id('getBackends'), parameters: [TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('backend') }), 'the backends'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') } },
+      get: { operationId: id('getBackends'), parameters: [TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('backend') }), 'the backends'), ...TX_READ_ERRORS } },
       post: {
         operationId: id('createBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
@@ -169,7 +171,7 @@ function servicePaths (base: string, suffix: string): Obj {
     },
     [`${cfg}/backends/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend') } },
+      get: { operationId: id('getBackend'), parameters: [TX_Q], responses: { 200: json(wrapped(ref('backend')), 'the backend'), ...TX_READ_ERRORS, 404: err('no such backend') } },
       put: {
         operationId: id('replaceBackend'),
         parameters: [VERSION_Q, TX_Q, FORCE_Q],
@@ -179,7 +181,7 @@ function servicePaths (base: string, suffix: string): Obj {
       delete: { operationId: id('deleteBackend'), parameters: [VERSION_Q, TX_Q, FORCE_Q], responses: { 204: { description: 'deleted' }, ...STAGED, 404: err('no such backend'), ...WRITE_ERRORS } },
     },
     [`${cfg}/servers`]: {
-      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend'), 422: err('backend missing') } },
+      get: { operationId: id('getServers'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped({ type: 'array', items: ref('server') }), 'the servers'), ...TX_READ_ERRORS, 404: err('no such backend'), 422: err('backend missing') } },
       post: {
         operationId: id('createServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],
@@ -189,7 +191,7 @@ function servicePaths (base: string, suffix: string): Obj {
     },
     [`${cfg}/servers/{name}`]: {
       parameters: [NAME_P],
-      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened'), 404: err('no such backend or server') } },
+      get: { operationId: id('getServer'), parameters: [BACKEND_Q, TX_Q], responses: { 200: json(wrapped(ref('server')), 'the server'), ...TX_READ_ERRORS, 404: err('no such backend or server') } },
       put: {
         operationId: id('replaceServer'),
         parameters: [BACKEND_Q, VERSION_Q, TX_Q, FORCE_Q],
