@@ -17,6 +17,12 @@ const BACKOFF_MAX_MS = 10_000
 const STABLE_MS = 30_000 // a worker that ran this long resets its back-off
 /** a worker that has not applied an ACME state within this is not waited for (it gets the state when it restarts) */
 const ACME_ACK_MS = 5_000
+/**
+ * a worker that has not applied a configuration within this is not waited for:
+ * its loop is stuck (a plugin blocking it), and reloads and config API writes
+ * behind this one must not wait with it; it applies what it was sent when free
+ */
+const CONFIG_ACK_MS = 10_000
 const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by itself within this is stuck
 // A worker's V8 young generation, in MB: V8's starting size, which it may then
 // no longer grow. Left free, V8 grows it to 32 MB of new space per worker when
@@ -179,7 +185,15 @@ export class Supervisor {
         resolve([])
         return
       }
-      this.#pending.set(generation, { resolve, waiting: new Set(live.map(([, i]) => i)), errors: [] })
+      const timer = setTimeout(() => {
+        const p = this.#pending.get(generation)
+        if (p === undefined) return
+        this.#pending.delete(generation)
+        for (const i of p.waiting) p.errors.push(`worker ${i}: did not answer within ${CONFIG_ACK_MS / 1000} s (its loop is busy); it applies this configuration when it is free`)
+        resolve(p.errors)
+      }, CONFIG_ACK_MS)
+      timer.unref()
+      this.#pending.set(generation, { resolve: (errors) => { clearTimeout(timer); resolve(errors) }, waiting: new Set(live.map(([, i]) => i)), errors: [] })
       for (const [w] of live) this.#send(w!, { type: 'config', generation, config, slots })
     })
   }
