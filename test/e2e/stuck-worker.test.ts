@@ -16,6 +16,8 @@ test('a worker blocked by a plugin does not hold up a config API write; it appli
   const backend = await startBackend('web')
   const trigger = join(tempDir(), 'block-now')
   const a = await startAdminLb(`
+[global]
+workers = 2
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [middlewares.blocker]
