@@ -9,6 +9,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { type HtpasswdEntry, parseEntry } from '../auth/htpasswd.js'
 import { PasswordTable } from '../auth/password-table.js'
+import { VerdictCache } from '../auth/verdict-cache.js'
 import type { Credentials } from '../config/admin.js'
 import { isLbError } from '../errors.js'
 
@@ -20,7 +21,8 @@ export class Authenticator {
   readonly #users: PasswordTable | null
   readonly #tokens: readonly Buffer[]
   readonly #required: boolean
-  readonly #ok = new Map<string, number>()
+  /** verified Basic values, by their SHA-256: the user name */
+  readonly #ok = new VerdictCache<string>(CACHE_MAX, CACHE_MS)
 
   constructor (creds: Credentials) {
     // checkAdmin already refused every entry parseEntry refuses; one that slips
@@ -53,13 +55,11 @@ export class Authenticator {
     if (i < 0 || this.#users === null) return null
     const name = text.slice(0, i)
     const key = sha256(authorization).toString('hex')
-    const now = Date.now()
-    const until = this.#ok.get(key)
     // only a verified value is remembered, so a remembered one is a known user's
-    if (until !== undefined && until > now) return name
+    const remembered = this.#ok.get(key, Date.now())
+    if (remembered !== undefined) return remembered
     if (!await verify(this.#users, name, text.slice(i + 1))) return null
-    if (this.#ok.size >= CACHE_MAX) this.#ok.clear()
-    this.#ok.set(key, now + CACHE_MS)
+    this.#ok.set(key, name, Date.now())
     return name
   }
 }
@@ -74,7 +74,7 @@ function sha256 (s: string): Buffer {
  */
 async function verify (users: PasswordTable, name: string, password: string): Promise<boolean> {
   try {
-    return users.checkSync(name, password) ?? await users.check(name, password)
+    return await users.check(name, password)
   } catch (err) {
     if (isLbError(err) && err.code === 'LB_ERR_AUTH_BUSY') throw err
     return false

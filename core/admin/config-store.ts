@@ -93,19 +93,32 @@ export class ConfigStore {
       this.#refused = version
       return
     }
+    // not applied (thrown): the next poll tries again
+    const errors = await this.#install(state, config)
+    if (errors.length > 0) this.#log.error('cluster configuration rejected by some workers', { errors })
+    this.#log.info('cluster: configuration of the cluster applied', { version })
+  }
+
+  /**
+   * Makes `state` (whose configuration is `config`) this node's: written to
+   * disk, applied to the workers, then the state readers see. The version
+   * changes with the running configuration, never before it: apply() swaps
+   * the configuration in its last synchronous step, and only microtasks run
+   * between it and the assignment here. (Set before the apply, a GET in
+   * between answered the new version with the old configuration.) When the
+   * apply throws, nothing ran: the disk gets the previous state back.
+   */
+  async #install (state: ApiState, config: Config): Promise<string[]> {
     writeState(this.#path, state)
     let errors: string[]
     try {
       errors = await this.#apply(config)
     } catch (err) {
-      // not applied: the disk stays with what runs; the next poll tries again
       writeState(this.#path, this.#state)
       throw err
     }
-    // the version changes with the running configuration (see update())
     this.#state = state
-    if (errors.length > 0) this.#log.error('cluster configuration rejected by some workers', { errors })
-    this.#log.info('cluster: configuration of the cluster applied', { version })
+    return errors
   }
 
   /** The cluster's version, caught up with first; a Redis that does not answer is a 503. */
@@ -213,21 +226,12 @@ export class ConfigStore {
       // validated completely, capacities included, before anything is written: a write the workers cannot take never reaches the disk
       const config = this.#validate(raw, next)
       if (this.#shared !== null) await this.#commit(this.#shared, current.version, next)
-      writeState(this.#path, next)
       let errors: string[]
       try {
-        errors = await this.#apply(config)
+        errors = await this.#install(next, config)
       } catch (err) {
-        // not applied anywhere: put the previous state back so disk and workers agree
-        writeState(this.#path, current)
         throw new ApiError(500, `the configuration could not be applied: ${(err as Error).message}`)
       }
-      // Readers see the version change with the running configuration, never
-      // before it: apply() swaps the configuration in its last synchronous
-      // step, and only microtasks run between it and this line. (Set before
-      // the apply, a GET in between answered the new version with the old
-      // configuration.)
-      this.#state = next
       if (errors.length > 0) this.#log.error('config API change rejected by some workers', { errors })
       return { version: next.version }
     })

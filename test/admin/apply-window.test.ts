@@ -7,22 +7,16 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { ROOT, getMany, listeners, request, simpleConfig, startBackend, waitFor } from '../helpers.js'
+import { ROOT, getMany, listeners, request, startBackend, waitFor } from '../helpers.js'
+import { mwConfig } from '../plugins/setup.js'
 import { send, startAdminLb } from './util.js'
 
 const CFG = '/v2/services/lb/configuration'
 
 test('runtime changes racing the removal of their server answer 200 or 404 and leave the shared memory whole', async (t) => {
   const backend = await startBackend('web')
-  const crash = `
-[middlewares.crash]
-type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
-[routers.crash]
-rule = "PathPrefix(\`/crash\`)"
-service = "web"
-middlewares = ["crash"]
-`
-  const a = await startAdminLb(simpleConfig([backend.address], '', crash))
+  const crash = `[middlewares.crash]\ntype = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"\n`
+  const a = await startAdminLb(mwConfig(backend.address, crash, { '/crash': ['crash'], '/': [] }))
   t.after(async () => { await a.lb.stop(); await backend.close() })
   const statuses = new Map<number, number>()
   for (let round = 0; round < 15; round++) {

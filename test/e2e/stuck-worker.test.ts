@@ -9,32 +9,20 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { ROOT, getMany, startBackend, tempDir } from '../helpers.js'
 import { send, startAdminLb } from '../admin/util.js'
+import { mwConfig } from '../plugins/setup.js'
 
 const CFG = '/v2/services/lb/configuration'
 
 test('a worker blocked by a plugin does not hold up a config API write; it applies the write when free', async (t) => {
   const backend = await startBackend('web')
   const trigger = join(tempDir(), 'block-now')
-  const a = await startAdminLb(`
-[global]
-workers = 2
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[middlewares.blocker]
+  const blocker = `[middlewares.blocker]
 type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'blocking.js')}"
 trigger = "${trigger}"
 worker = 1
 block_ms = 16000
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-middlewares = ["blocker"]
-[services.web]
-[[services.web.servers]]
-name = "s1"
-address = "${backend.address}"
-check = false
-`)
+`
+  const a = await startAdminLb('[global]\nworkers = 2\n' + mwConfig(backend.address, blocker, { '/': ['blocker'] }))
   t.after(async () => { await a.lb.stop(); await backend.close() })
   // the next configuration's instances block worker 1 for 16 s as they are made
   writeFileSync(trigger, '')
