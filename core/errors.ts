@@ -28,6 +28,7 @@ export const ERRORS = {
   LB_ERR_NO_ROUTE: { status: 404, message: 'no route for this request' },
   LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
   LB_ERR_BAD_REQUEST: { status: 400, message: 'bad request: {reason}' },
+  LB_ERR_HEAD_TOO_LARGE: { status: 431, message: 'request head of {bytes} bytes is larger than limits.max_header_bytes ({limit} bytes)' },
   // request headers refused before routing (core/worker/request-check.ts); each answer closes the connection
   LB_ERR_CONTENT_LENGTH: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },

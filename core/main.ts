@@ -56,7 +56,7 @@ export async function run (configPath: string): Promise<Running> {
   const log = createLogger(config.global.logLevel)
   if (start.notes.error !== null) log.error('config API state file set aside: it cannot be applied', start.notes.error)
   if (start.notes.removedTemps.length > 0) log.info('removed temp files of interrupted state writes', { files: start.notes.removedTemps })
-  loadUws() // fail before starting anything when the native binary cannot load
+  loadUws(config.limits.maxHeaderBytes) // fail before starting anything when the native binary cannot load
   const unwritable = unwritablePaths(config)
   if (unwritable.length > 0) throw lbError('LB_ERR_PATH', { problems: unwritable.join('; ') })
   mkdirSync(config.global.stateDir, { recursive: true })
@@ -112,7 +112,10 @@ export async function run (configPath: string): Promise<Running> {
       const asBound = withBoundPorts(candidate, supervisor.boundPorts)
       const kept = STATIC_KEYS.filter((k) => JSON.stringify(asBound[k]) !== JSON.stringify(config[k]))
       if (kept.length > 0) log.warn('these sections need a restart; their running values stay', { sections: kept })
-      const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])) }
+      // uWS's head limit was fixed when its binary loaded (loadUws)
+      const nextLimits = candidate.limits.maxHeaderBytes === config.limits.maxHeaderBytes ? candidate.limits : { ...candidate.limits, maxHeaderBytes: config.limits.maxHeaderBytes }
+      if (nextLimits !== candidate.limits) log.warn('limits.max_header_bytes needs a restart; its running value stays', { running: config.limits.maxHeaderBytes })
+      const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])), limits: nextLimits }
       if (gen === null && wantGen(next)) {
         // the first generate service: start the endpoint (with the running [generation] settings) before routing to it
         try {

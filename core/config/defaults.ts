@@ -28,6 +28,9 @@ export const DEFAULTS = {
   },
   limits: {
     maxBodyBytes: 100 * 1024 * 1024, // seed: client_max_body_size 100M
+    // a request head (request line and headers): HAProxy's default buffer (tune.bufsize 16k); nginx serves
+    // 8k a line and 32k in all (large_client_header_buffers 4 8k); uWS's own 4 KiB refused an 8 KB Cookie
+    maxHeaderBytes: 16 * 1024,
   },
   service: {
     balance: 'roundrobin',

@@ -46,7 +46,12 @@ export interface TimeoutsConf {
 
 export interface LimitsConf extends CapacityLimits {
   readonly maxBodyBytes: number
+  /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/http.ts) */
+  readonly maxHeaderBytes: number
 }
+
+/** bounds of limits.max_header_bytes: uWS's default and a head no client sends (uWS keeps a partial head in memory) */
+export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
 
 /** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/tcp-proxy.ts) */
 export const PROTOCOLS = ['http', 'https', 'tcp'] as const
@@ -146,14 +151,25 @@ export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
 }
 
 export function checkLimits (c: Checker, raw: unknown): LimitsConf {
-  const t = c.table(raw, 'limits', ['max_body', 'services', 'servers', 'routers'])
+  const t = c.table(raw, 'limits', ['max_body', 'max_header_bytes', 'services', 'servers', 'routers'])
   // a capacity: a number, or "auto" (0) to choose from the configuration at start (core/config/capacity.ts)
   const cap = (key: string): number => {
     if (t[key] === 'auto' || t[key] === undefined) return 0
     if (typeof t[key] === 'string') c.problem(join('limits', key), `"auto" or an integer from 1 to ${MAX_CAPACITY}`, t[key])
     return typeof t[key] === 'string' ? 0 : c.int(t, key, 'limits', 0, 1, MAX_CAPACITY)
   }
-  return { maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes), services: cap('services'), servers: cap('servers'), routers: cap('routers') }
+  let maxHeaderBytes = c.size(t, 'max_header_bytes', 'limits', DEFAULTS.limits.maxHeaderBytes)
+  if (maxHeaderBytes < MAX_HEADER_BYTES.min || maxHeaderBytes > MAX_HEADER_BYTES.max) {
+    c.problem(join('limits', 'max_header_bytes'), 'a size from "4k" to "1M"', t.max_header_bytes)
+    maxHeaderBytes = DEFAULTS.limits.maxHeaderBytes
+  }
+  return {
+    maxBodyBytes: c.size(t, 'max_body', 'limits', DEFAULTS.limits.maxBodyBytes),
+    maxHeaderBytes,
+    services: cap('services'),
+    servers: cap('servers'),
+    routers: cap('routers'),
+  }
 }
 
 export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = process.cwd()): EntryPointConf[] {

@@ -47,13 +47,31 @@ export class ClientState {
   protected readonly headRequest: boolean
   /** the request said Connection: close */
   protected readonly asksClose: boolean
+  /**
+   * The request had a chunked body: its connection serves nothing after this
+   * answer. uWS 20.57 reads chunk-size lines leniently (" 24" is size 0), so
+   * the rest of a malformed body is parsed as a new request on the same
+   * connection, and lb never sees the raw bytes to tell. Contained (README,
+   * "Chunked request bodies"): the answer says "connection: close" and closes
+   * it; it is never completed inside a uWS callback, since uWS refuses what it
+   * parses while an answer is pending; and once uWS has ended the body, it
+   * reads nothing more from the connection from the answer's last write on
+   * (uWS goes on parsing while it drains a closing answer the client is slow
+   * to read). An answer made before the body ended does not stop the reading,
+   * so uWS can take in the rest of the body and the client can read the
+   * answer before the close (a reset otherwise).
+   */
+  protected readonly chunkedBody: boolean
+  /** uWS has delivered the last byte of the request body (as it framed it) */
+  protected bodyDone = false
   readonly #sent: SentCounter | null
   /** uWS wrote the head's framing line (Transfer-Encoding or Content-Length) */
   #framed = false
 
-  constructor (headRequest: boolean, asksClose: boolean, sent: SentCounter | null) {
+  constructor (headRequest: boolean, asksClose: boolean, chunkedBody: boolean, sent: SentCounter | null) {
     this.headRequest = headRequest
     this.asksClose = asksClose
+    this.chunkedBody = chunkedBody
     this.#sent = sent
   }
 
@@ -69,6 +87,7 @@ export class ClientState {
 
   /** A request body chunk from uWS; `ab` is neutered when the uWS callback returns. */
   protected received (ab: ArrayBuffer, last: boolean): void {
+    if (last) this.bodyDone = true
     const cb = this.#bodyCb
     if (cb !== null) {
       cb(Buffer.from(ab), last)
@@ -104,13 +123,17 @@ export class ClientState {
 
   /**
    * The deferred head's text for uWS's writeStatus, counted: it is written
-   * now. `length` >= 0: a Content-Length line (no body follows).
+   * now. `length` >= 0: a Content-Length line (no body follows). `uwsCloses`:
+   * the write that follows is end(body, true), which writes "Connection: close"
+   * itself unless the request asked for the close; otherwise the head says so
+   * when the connection closes after this answer.
    */
-  protected takeHead (length: number): string {
+  protected takeHead (length: number, uwsCloses = false): string {
     this.hasHead = false
-    const head = headText(this.headStatus, this.headReason, this.headHeaders, this.asksClose, length)
+    const close = this.asksClose || (this.chunkedBody && !uwsCloses)
+    const head = headText(this.headStatus, this.headReason, this.headHeaders, close, length)
     this.headHeaders = EMPTY
-    this.count(head.length + UWS_HEAD)
+    this.count(head.length + UWS_HEAD + (uwsCloses && !this.asksClose ? UWS_CLOSE : 0))
     return head
   }
 

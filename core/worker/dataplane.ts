@@ -159,7 +159,7 @@ export class DataPlane implements ExchangeHost {
     ctx.t0 = performance.now()
     ctx.epSlot = this.#epIndex.get(ctx.entrypoint) ?? -1
     // before /health too: a request whose framing is ambiguous is refused whatever it asks for
-    const fault = checkRequest(ctx)
+    const fault = checkRequest(ctx, this.conf.limits.maxHeaderBytes)
     // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
     const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
     if (typeof path === 'string') ctx.path = path

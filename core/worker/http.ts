@@ -1,11 +1,9 @@
-// The only importer of uWebSockets.js. It copies each request into a Ctx
-// synchronously (uWS request objects live only during the callback), attaches
-// onAborted at once, corks every write made outside the request callback, and
-// streams bodies with tryEnd/onWritable (known length) or write (chunked) with
-// backpressure reported to the caller. It also starts the TLS apps (SSLApp,
-// SNI) and hands WebSocket upgrades and events to the data plane through the
-// interfaces of ws-client.ts. What needs no uWS lives beside it (client-state,
-// response-head, body-staging, request-read, listen-options, uws-support).
+// The only importer of uWebSockets.js. It copies each request into a Ctx synchronously (uWS request objects live only
+// during the callback), attaches onAborted at once, corks every write made outside the request callback, and streams
+// bodies with tryEnd/onWritable (known length) or write (chunked) with backpressure reported to the caller. It also
+// starts the TLS apps (SSLApp, SNI) and hands WebSocket upgrades and events to the data plane through the interfaces
+// of ws-client.ts. What needs no uWS lives beside it (client-state, response-head, body-staging, request-read,
+// listen-options, uws-support).
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { constants } from 'node:os'
@@ -29,8 +27,14 @@ type Uws = typeof import('uWebSockets.js')
  * Loads uWS's native binary: lb's patched copy where its install step made one (uws-support.ts), the shim first,
  * into the global symbol scope, then the copy with RTLD_NOW so that a missing symbol is an error here and never a
  * crash at its first call; elsewhere the package's binary as it is.
+ *
+ * `maxHeaderBytes` > 0 (limits.max_header_bytes): uWS's limit on a request head becomes twice it, so that a head
+ * over the setting reaches lb's check (request-check.ts), whose 431 names it. uWS reads UWS_HTTP_MAX_HEADERS_SIZE
+ * once per process, when the binary first loads: the control plane loads it before any worker starts, and a
+ * change of the setting needs a restart.
  */
-export function loadUws (): Uws {
+export function loadUws (maxHeaderBytes = 0): Uws {
+  if (maxHeaderBytes > 0) process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(2 * maxHeaderBytes)
   const require = createRequire(import.meta.url)
   const { name, version, dir } = nativeBuild()
   try {
@@ -51,14 +55,19 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
   /** the WebSocket route's context, needed by res.upgrade; null for plain requests */
   readonly #wsContext: us_socket_context_t | null
 
-  constructor (res: HttpResponse, expectBody: boolean, headRequest: boolean, asksClose: boolean, sent: SentCounter | null,
-    wsContext: us_socket_context_t | null = null) {
-    super(headRequest, asksClose, sent)
+  constructor (res: HttpResponse, ctx: Ctx, sent: SentCounter | null, wsContext: us_socket_context_t | null = null) {
+    super(ctx.method === 'HEAD', ctx.asksClose, ctx.chunked, sent)
     this.#res = res
     this.#wsContext = wsContext
     this.websocket = wsContext === null ? null : this
     res.onAborted(() => this.gone())
-    if (expectBody) res.onData((ab, last) => this.received(ab, last))
+    // an answer that closes is not sent from inside uWS's data callback either: see inCallback
+    if (expectsBody(ctx)) res.onData((ab, last) => { this.inCallback = true; this.received(ab, last); this.inCallback = false })
+  }
+
+  /** Inside the cork, before the write that completes the answer: see chunkedBody. */
+  #lastWrite (): void {
+    if (this.chunkedBody && this.bodyDone) this.#res.pause()
   }
 
   pauseBody (): void {
@@ -101,6 +110,7 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
       }
       this.countLength()
       const offset = res.getWriteOffset()
+      if (offset + view.length >= this.total) this.#lastWrite()
       const [sent, done] = res.tryEnd(view, this.total)
       if (done) this.ended = true
       else if (!sent) {
@@ -117,19 +127,19 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
     if (!this.aborted) this.#writeWhole(STAGING.subarray(this.stagedAt, this.stagedAt + this.total))
   }
 
-  /** The deferred head and the whole body, ending the response, in one corked write. */
+  /** The deferred head and the whole body, ending the response, in one corked write; uWS closes a chunked body's connection after it. */
   #writeWhole (body: Buffer): void {
     this.#res.cork(() => {
-      this.#flushHead()
+      const close = this.chunkedBody
+      this.#lastWrite()
+      this.#flushHead(close)
       this.count(uwsLength(body.length))
-      this.#res.end(body)
+      this.#res.end(body, close)
     })
   }
 
-  /** Writes the deferred head if there is one (corked). */
-  #flushHead (): void {
-    if (this.hasHead) this.#res.writeStatus(this.takeHead(-1))
-  }
+  /** Writes the deferred head if there is one (corked); `uwsCloses`: see takeHead. */
+  #flushHead (uwsCloses = false): void { if (this.hasHead) this.#res.writeStatus(this.takeHead(-1, uwsCloses)) }
 
   #watchWritable (): void {
     this.#res.onWritable((offset) => {
@@ -139,6 +149,7 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
         // tryEnd mode: resend from the first byte uWS did not take
         while (p.length > 0) {
           const chunk = p[0]!.subarray(offset - this.pendingOffset)
+          if (offset + chunk.length >= this.total) this.#lastWrite()
           const [sent, done] = this.#res.tryEnd(chunk, this.total)
           if (done) {
             this.ended = true
@@ -168,6 +179,7 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
     this.ended = true
     this.#res.cork(() => {
       const res = this.#res
+      this.#lastWrite()
       if (this.bodiless()) {
         res.writeStatus(this.takeHead(this.total))
         this.count(UWS_NO_LENGTH)
@@ -182,6 +194,7 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
 
   send (status: number, headers: readonly string[], body: string, close = false): void {
     if (this.aborted || this.ended) return
+    close ||= this.chunkedBody
     this.started = true
     this.resumeBody()
     this.ended = true
@@ -192,6 +205,7 @@ class UwsClient extends ClientState implements ClientResponse, WebSocketUpgrade,
   #sendNow (status: number, headers: readonly string[], body: string, close: boolean): void {
     this.#res.cork(() => {
       const n = Buffer.byteLength(body)
+      this.#lastWrite()
       this.#res.writeStatus(this.answerHead(status, headers, n, close))
       if (!this.headRequest) this.#res.end(body, close)
       else if (close) this.#res.endWithoutBody(n, close)
@@ -252,20 +266,13 @@ function startCorkAnchor (uws: Uws): Promise<void> {
     const app = uws.App()
     adopt(app)
     let token: us_listen_socket | false = false
-    const done = (): void => {
-      if (token !== false) uws.us_listen_socket_close(token)
-      token = false
-      resolve()
-    }
+    const done = (): void => { if (token !== false) uws.us_listen_socket_close(token); token = false; resolve() }
     app.ws('/*', {
       compression: uws.DISABLED,
       maxPayloadLength: 16, // it never sends anything; more closes it
       idleTimeout: 0,
       sendPingsAutomatically: false,
-      open: (ws: WebSocket<unknown>) => {
-        corkAnchor ??= ws
-        done()
-      },
+      open: (ws: WebSocket<unknown>) => { corkAnchor ??= ws; done() },
       close: (ws: WebSocket<unknown>) => { if (ws === corkAnchor) corkAnchor = null },
     })
     app.listen('127.0.0.1', 0, (t: us_listen_socket | false) => {
@@ -294,14 +301,11 @@ const adopt = (app: TemplatedApp): void => { apps.push(app); applyTimeouts(app) 
 export function setClientTimeouts (headerS: number, keepAliveS: number): void { clientTimeouts = [headerS, keepAliveS]; apps.forEach(applyTimeouts) }
 
 /**
- * Closes every app of this thread with all its connections. A worker thread
- * must call this before it ends (process 'exit'): ending with uWS sockets still
- * registered in the thread's libuv loop trips a libuv assertion that aborts the
- * whole process, not just the thread.
+ * Closes every app of this thread with all its connections. A worker thread must call this before it ends (process
+ * 'exit'): ending with uWS sockets still registered in the thread's libuv loop trips a libuv assertion that aborts
+ * the whole process, not just the thread.
  */
-export function closeAllApps (): void {
-  for (const app of apps.splice(0)) app.close()
-}
+export function closeAllApps (): void { for (const app of apps.splice(0)) app.close() }
 
 /** Copies what the data plane needs of a uWS request (valid only during this callback) into a new Ctx. */
 function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, proto: 'http' | 'https', proxied: boolean): Ctx {
@@ -312,10 +316,7 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
   ctx.entrypoint = entrypoint
   ctx.proto = proto
   const headers = ctx.headers
-  req.forEach((k, v) => {
-    headers.push(k, v)
-    readHeader(ctx, k, v)
-  })
+  req.forEach((k, v) => { headers.push(k, v); readHeader(ctx, k, v) })
   ctx.remoteAddress = proxied ? proxiedText(res.getProxiedRemoteAddressAsText()) : peerText(res.getRemoteAddress())
   return ctx
 }
@@ -348,7 +349,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   const routes = (): void => {
     app.any('/*', (res: HttpResponse, req: HttpRequest) => {
       const ctx = readRequest(req, res, entrypoint, proto, proxied)
-      new UwsClient(res, expectsBody(ctx), ctx.method === 'HEAD', ctx.asksClose, sent).serve(handler, ctx)
+      new UwsClient(res, ctx, sent).serve(handler, ctx)
     })
     if (opts.wsMaxMessage > 0) {
       app.ws<WsUserData>('/*', {
@@ -360,8 +361,9 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
         upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
           const ctx = readRequest(req, res, entrypoint, proto, proxied)
           // uWS routes every GET with an Upgrade header here: only "websocket" is tunnelled, the rest is proxied as HTTP
-          const ws = ctx.header('upgrade').toLowerCase() === 'websocket' ? context : null
-          new UwsClient(res, expectsBody(ctx), false, ctx.asksClose, sent, ws).serve(handler, ctx)
+          // (a chunked body too: its connection must close after the answer, see ClientState.chunkedBody)
+          const ws = ctx.header('upgrade').toLowerCase() === 'websocket' && !ctx.chunked ? context : null
+          new UwsClient(res, ctx, sent, ws).serve(handler, ctx)
         },
         open: (ws: WebSocket<WsUserData>) => ws.getUserData().session.onOpen(ws as FragmentingWebSocket),
         message: (ws: WebSocket<WsUserData>, data: ArrayBuffer, isBinary: boolean) => ws.getUserData().session.onMessage(data, isBinary),

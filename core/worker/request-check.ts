@@ -25,6 +25,10 @@
 //   (cross-site tracing); nginx refuses both as well.
 // Headers named in Connection are hop-by-hop (RFC 9110 §7.6.1): they are
 // added to the request's dropped headers, except the ones lb needs or sets.
+// - The head (request line and header lines, as uWS received them less the
+//   spaces around values) is at most limits.max_header_bytes: 431 naming the
+//   setting. uWS's own limit is twice that (loadUws in http.ts), so that
+//   a head over the setting reaches this check instead of uWS's anonymous 431.
 //
 // One pass over ctx.headers; nothing is allocated unless the request is
 // refused or its Connection header names headers to drop.
@@ -54,8 +58,8 @@ const SINGLE_AUTHORIZATION = 2
 const SINGLE_TRANSFER_ENCODING = 4
 const SINGLE_NAMES: readonly string[] = ['', 'Host', 'Authorization', '', 'Transfer-Encoding'] // by bit
 
-/** Checks the headers of `ctx` (see above); null when it may go on. May set ctx.dropHeaders. */
-export function checkRequest (ctx: Ctx): RequestFault | null {
+/** Checks the headers of `ctx` (see above) against a head limit in bytes; null when it may go on. May set ctx.dropHeaders. */
+export function checkRequest (ctx: Ctx, maxHeadBytes: number): RequestFault | null {
   const m = ctx.method
   if (!token(m)) return fault('LB_ERR_BAD_REQUEST', { reason: `invalid method ${JSON.stringify(m)}` })
   if ((m.length === 5 && eqLower(m, 0, 'trace')) || (m.length === 7 && eqLower(m, 0, 'connect'))) return fault('LB_ERR_METHOD_NOT_IMPLEMENTED', { method: m })
@@ -63,9 +67,12 @@ export function checkRequest (ctx: Ctx): RequestFault | null {
   let contentLength = -1 // index of the Content-Length value, -1 when none
   let transferEncoding = -1
   let seen = 0 // bits of the headers that may come once (SINGLE_*) seen so far
+  // "GET /p?q HTTP/1.1\r\n", each "k: v\r\n", the empty line
+  let headBytes = m.length + 1 + ctx.path.length + (ctx.query.length > 0 ? ctx.query.length + 1 : 0) + 11 + 2
   for (let i = 0; i < h.length; i += 2) {
     const k = h[i]!
     const v = h[i + 1]!
+    headBytes += k.length + v.length + 4
     if (v.indexOf('\x7f') >= 0) return fault('LB_ERR_HEADER_CHAR', { char: '0x7F', name: k })
     let single = 0
     switch (k.length) {
@@ -105,6 +112,7 @@ export function checkRequest (ctx: Ctx): RequestFault | null {
       seen |= single
     }
   }
+  if (headBytes > maxHeadBytes) return fault('LB_ERR_HEAD_TOO_LARGE', { bytes: String(headBytes), limit: String(maxHeadBytes) })
   if (transferEncoding >= 0) {
     const te = h[transferEncoding]!
     if (contentLength >= 0) return fault('LB_ERR_CONTENT_LENGTH', { reason: 'Content-Length together with Transfer-Encoding' })

@@ -31,6 +31,11 @@ const TE_NAMES = ['Transfer-Encoding', 'transfer-encoding', 'Transfer-Encoding '
 // not '\t5': HTAB is optional whitespace before a value (RFC 9110 §5.6.3), so it is 5; nginx 1.22 refuses it, lb reads it as the RFC says
 const CL_VALUES = ['-1', '+5', '0x5', '5 5', '5,5', '5, 6', '', ' ', '99999999999999999999', '1e3', '0005', '5\x00', '05 ', '18446744073709551616', '4294967301', '5\t6']
 const CHUNK_SIZES = ['-5', 'fffffffffffffffff', '0x5', '+5', ' 5', '5 ', '5;', '5;a=b', '5;a="x\r\ny"', 'g', '', '5\n', '00000000000000000005', '7fffffffffffffff', '8000000000000000', '1\x00']
+// chunk-size lines for a chunk of n bytes that uWS 20.57 reads as another size (README, "Chunked request bodies")
+const SMUGGLE_SIZES = [
+  (h: string) => ` ${h}`, (h: string) => `\t${h}`, (h: string) => `${h} `, (h: string) => `${h}\t`, (h: string) => `${h} ;x`, (h: string) => `0x${h}`,
+  (h: string) => `+${h}`, (h: string) => `;${h}`, (h: string) => `g${h}`, (h: string) => `${'0'.repeat(30)}${h}`, () => '', () => '0 ', () => ' 0',
+]
 const PATHS = [
   '/./x', '/a/../x', '/..', '/../x', '/%2e%2e/x', '/%2E/x', '//x', '///x', '/a//b', '/%2F', '/a%2fb', '/%5C', '/a\\b', '/%00', '/%25', '/%252e',
   '/%3B', '/a;b', '/%3F', '/%23', '/a#b', '/%70', '/%7E', '/%7e', '/%41', '/%zz', '/%', '/%4', '/\xe9', '/%e9', '/\x01', '/\x7f', '/a%20b', '/a b',
@@ -48,7 +53,7 @@ const CONTROL = [0x00, 0x01, 0x08, 0x0b, 0x0c, 0x0d, 0x0a, 0x1b, 0x7f, 0x80, 0xf
 const FAMILIES: Array<[string, number]> = [
   ['valid', 6], ['cl-cl', 5], ['cl-te', 6], ['te-cl', 6], ['te-te', 8], ['cl-value', 5], ['chunk-size', 6], ['header-syntax', 8],
   ['limits', 4], ['version', 5], ['request-line', 5], ['path', 8], ['host', 7], ['connection', 4], ['control-bytes', 6],
-  ['bare-lf', 3], ['mutation', 6], ['garbage', 2],
+  ['bare-lf', 3], ['mutation', 6], ['garbage', 2], ['chunk-smuggle', 6],
 ]
 const WEIGHT = FAMILIES.reduce((n, [, w]) => n + w, 0)
 
@@ -118,6 +123,17 @@ export function httpCase (rng: Rng, index: number): HttpCase {
       const size = rng.pick(CHUNK_SIZES)
       const tail = rng.pick([`hello${CRLF}0${CRLF}${CRLF}`, `hello${CRLF}`, 'hello', `hel${CRLF}0${CRLF}${CRLF}`, `hello${CRLF}0${CRLF}X: y${CRLF}${CRLF}`, `hello0${CRLF}${CRLF}`])
       text = request('POST', `/${m0}`, head, `${size}${CRLF}${tail}`)
+      break
+    }
+    case 'chunk-smuggle': {
+      // a whole request as the data of a chunk whose size line is spelled so that uWS ends the body before it
+      const head = base()
+      head.push(['Transfer-Encoding', 'chunked'])
+      const inner = smuggled(m1)
+      markers.push(m1)
+      const size = rng.pick(SMUGGLE_SIZES)(inner.length.toString(16))
+      const eol = rng.pick([CRLF, '\n'])
+      text = request('POST', `/${m0}`, head, `${size}${eol}${inner}${CRLF}0${CRLF}${CRLF}`)
       break
     }
     case 'header-syntax': {
