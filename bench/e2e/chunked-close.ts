@@ -5,58 +5,22 @@
 // keep-alive agent, with Content-Length, then chunked; prints requests/s and
 // lb's CPU per request (from /proc) for each, and their ratio.
 //   npm run build && node dist/bench/e2e/chunked-close.js [-n 4000] [-c 8] [-r 5]
-import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { startLbProc } from './lb-proc.js'
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const arg = (name: string, def: number): number => { const i = process.argv.indexOf(name); return i < 0 ? def : Number(process.argv[i + 1]) }
 const N = arg('-n', 4000)
 const C = arg('-c', 8)
 const ROUNDS = arg('-r', 5)
 const BODY = Buffer.alloc(1024, 'x')
 
-/** user + system CPU seconds of a process and its threads */
-function cpu (pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return (Number(f[11]) + Number(f[12])) / 100
-}
-
 async function main (): Promise<void> {
   const backend = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')) })
   backend.keepAliveTimeout = 60_000
   await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r))
-  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-'))
-  const port = 20000 + Math.floor(Math.random() * 20000)
-  writeFileSync(join(dir, 'lb.toml'), `[global]
-workers = 2
-state_dir = "${dir}"
-[entrypoints.web]
-address = "127.0.0.1:${port}"
-[routers.r]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-[services.web]
-[[services.web.servers]]
-address = "127.0.0.1:${(backend.address() as AddressInfo).port}"
-check = false
-[admin]
-enabled = false
-[dashboard]
-api = false
-page = false
-metrics = false
-[runtime_socket]
-enabled = false
-[generation]
-enabled = false
-`)
-  const lb = spawn(process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', join(dir, 'lb.toml')], { stdio: ['ignore', 'ignore', 'pipe'] })
-  await new Promise<void>((resolve) => lb.stderr!.on('data', (d: Buffer) => { if (d.toString().includes('management started')) resolve() }))
+  const lb = await startLbProc(`127.0.0.1:${(backend.address() as AddressInfo).port}`, 2)
+  const port = lb.port
 
   const run = async (chunked: boolean): Promise<{ rps: number, cpuUs: number, conns: number }> => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: C })
@@ -68,11 +32,11 @@ enabled = false
       if (chunked) { req.write(BODY.subarray(0, 512)); req.end(BODY.subarray(512)) } else req.end(BODY)
     })
     let left = N
-    const c0 = cpu(lb.pid!)
+    const c0 = lb.cpu()
     const t0 = process.hrtime.bigint()
     await Promise.all(Array.from({ length: C }, async () => { while (left-- > 0) await one() }))
     const s = Number(process.hrtime.bigint() - t0) / 1e9
-    const used = cpu(lb.pid!) - c0
+    const used = lb.cpu() - c0
     agent.destroy()
     return { rps: N / s, cpuUs: used / N * 1e6, conns }
   }
@@ -93,10 +57,8 @@ enabled = false
   for (const row of rows) console.log(row)
   ratios.sort((x, y) => x - y)
   console.log(`median lb CPU per request, Content-Length ÷ chunked: ${ratios[Math.floor(ratios.length / 2)]!.toFixed(2)}`)
-  lb.kill('SIGTERM')
-  await new Promise((r) => lb.on('exit', r))
+  await lb.stop()
   backend.close()
-  rmSync(dir, { recursive: true, force: true })
 }
 
 await main()
