@@ -29,7 +29,7 @@ export interface Dfa {
   readonly ascii: Uint16Array
   /** the first code point of each class, ascending (cuts[0] = 0): the class of a code point >= 128 is found by bisection */
   readonly cuts: Int32Array
-  /** next state by [state * k + class]; -1 = a match was found */
+  /** next state by [state * k + class]; -1 = a match was found, -2 = no match can follow (stop: false) */
   readonly table: Int32Array
   /** 1 when a state reached at the end of the input is a match */
   readonly acceptEnd: Uint8Array
@@ -182,6 +182,15 @@ export function compileRegexp (source: string): Dfa {
     }
     rows.push(row)
   }
+  // states from which no match can be reached (an anchored pattern past its anchor): the search stops there
+  const live = acceptEnd.map((a) => a === 1)
+  for (let changed = true; changed;) {
+    changed = false
+    rows.forEach((row, d) => {
+      if (!live[d] && row.some((t) => t === -1 || (t >= 0 && live[t]))) live[d] = changed = true
+    })
+  }
+  for (const row of rows) for (let c = 0; c < k; c++) if (row[c]! >= 0 && !live[row[c]!]) row[c] = -2
   const ascii = new Uint16Array(128)
   for (let c = 0, j = 0; c < 128; c++) {
     while (j + 1 < k && cuts[j + 1]! <= c) j++

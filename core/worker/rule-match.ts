@@ -104,7 +104,7 @@ export function searchRaw (d: Dfa, s: string, from: number, to: number): boolean
       i = after
     }
     st = table[st * k + cls]!
-    if (st < 0) return true
+    if (st < 0) return st === -1 // -1: matched; -2: no match can follow
   }
   return d.acceptEnd[st] === 1
 }
@@ -118,7 +118,7 @@ export function searchDecoded (d: Dfa, s: string, from: number, to: number, quer
     const cp = decodeAt(s, i, to, query)
     i = after
     st = table[st * k + classOf(d, cp)]!
-    if (st < 0) return true
+    if (st < 0) return st === -1
   }
   return d.acceptEnd[st] === 1
 }
