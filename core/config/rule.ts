@@ -43,21 +43,12 @@ for (const n of NAMES) for (const s of [n, n.toLowerCase(), n.toUpperCase(), n[0
 
 const MAX_DEPTH = 100
 
-/** A rule refused: `column` is 1-based in the rule text. */
-export class RuleError extends Error {
-  readonly column: number
-  constructor (message: string, column: number) {
-    super(message)
-    this.column = column
-  }
-}
-
-/** Parses and compiles a rule; throws a RuleError whose message says where, what was expected and what was found. */
+/** Parses and compiles a rule; throws an Error whose message says where (the column), what was expected and what was found. */
 export function parseRule (src: string): Rule {
   let i = 0
   let depth = 0
   const fail = (what: string, at = i): never => {
-    throw new RuleError(`column ${at + 1} of rule ${JSON.stringify(src)}: ${what}`, at + 1)
+    throw new Error(`column ${at + 1} of rule ${JSON.stringify(src)}: ${what}`)
   }
   const found = (): string => {
     if (i >= src.length) return 'the end of the rule'
