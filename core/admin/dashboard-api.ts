@@ -89,14 +89,15 @@ export function runtimeView (ctx: AdminContext, config: Config): RuntimeView {
       ...(r.middlewares.length > 0 ? { middlewares: [...r.middlewares] } : {}),
       service: sp === 'file' ? r.service : `${r.service}@${sp}`,
       rule: r.rule,
-      ...(r.priority !== 0 ? { priority: r.priority } : {}),
+      // the priority routing uses, as Traefik's API shows it once the router is built (its rule's length when not set)
+      ...(r.effectivePriority !== 0 ? { priority: r.effectivePriority } : {}),
       // Traefik's router tls: the resolver and the extra names (its domains[].main/sans)
       ...(r.tls !== null ? { tls: { certResolver: r.tls.certResolver, ...(r.tls.domains.length > 0 ? { domains: [{ main: r.tls.domains[0], sans: r.tls.domains.slice(1) }] } : {}) } } : {}),
       status: 'enabled',
       using: [...r.entrypoints],
       name: `${r.name}@file`,
       provider: 'file',
-      priorityStr: String(r.priority),
+      priorityStr: String(r.effectivePriority),
     }
   })
   const services = config.services.map((s) => serviceObject(ctx, s, config.routers.filter((r) => r.service === s.name).map((r) => `${r.name}@file`).sort()))

@@ -189,9 +189,9 @@ export function checkRealm (c: Checker, path: string, realm: string): void {
   if (!/^[\x20-\x7e]*$/.test(realm) || /["\\]/.test(realm)) c.problem(path, 'printable ASCII without " or \\', realm)
 }
 
-/** Recursively freezes a plain config object (arrays and tables). */
+/** Recursively freezes a plain config object (arrays and tables); typed arrays (a rule's DFA tables) cannot be frozen and stay as they are. */
 export function deepFreeze<T> (o: T): T {
-  if (typeof o === 'object' && o !== null && !Object.isFrozen(o)) {
+  if (typeof o === 'object' && o !== null && !Object.isFrozen(o) && !ArrayBuffer.isView(o)) {
     Object.freeze(o)
     for (const v of Object.values(o as object)) deepFreeze(v)
   }

@@ -3,7 +3,7 @@
 // API; every worker receives the whole frozen snapshot with a generation number.
 import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
-import { type Rule, parseRule } from './rule.js'
+import { type Rule, parseRule, rulePriority } from './rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
@@ -61,8 +61,12 @@ export interface ServiceConf {
 export interface RouterConf {
   readonly name: string
   readonly rule: string
+  /** the rule compiled (rule.ts): plain data the workers turn into matchers */
   readonly ast: Rule
+  /** as configured; 0 = derive it from the rule (Traefik) */
   readonly priority: number
+  /** the priority routing uses: `priority`, or when 0 the rule's length (rule.ts rulePriority) */
+  readonly effectivePriority: number
   readonly entrypoints: readonly string[]
   readonly middlewares: readonly string[]
   readonly service: string
@@ -179,6 +183,8 @@ export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, plu
   return out
 }
 
+const MAX_PRIORITY = Number.MAX_SAFE_INTEGER
+
 export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly string[], services: readonly ServiceConf[],
   middlewares: readonly MiddlewareConf[]): RouterConf[] {
   const t = c.table(raw, 'routers', null)
@@ -201,7 +207,10 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
     for (const m of mws) if (!middlewares.some((x) => x.name === m)) c.problems.push(`${join(p, 'middlewares')}: unknown middleware ${JSON.stringify(m)}`)
     const service = c.string(r, 'service', p)
     if (service !== '' && !services.some((s) => s.name === service)) c.problems.push(`${join(p, 'service')}: unknown service ${JSON.stringify(service)}`)
-    out.push({ name, rule, ast, priority: c.int(r, 'priority', p, DEFAULTS.router.priority, 0, 1_000_000), entrypoints: eps, middlewares: mws, service, tls: checkRouterTls(c, r.tls, join(p, 'tls')) })
+    // Traefik takes any int up to MaxInt64 - 1000, negative ones too; lb's numbers are exact to 2^53
+    const priority = c.int(r, 'priority', p, DEFAULTS.router.priority, -MAX_PRIORITY, MAX_PRIORITY)
+    const effectivePriority = priority !== 0 ? priority : rulePriority(rule, ast)
+    out.push({ name, rule, ast, priority, effectivePriority, entrypoints: eps, middlewares: mws, service, tls: checkRouterTls(c, r.tls, join(p, 'tls')) })
   }
   return out
 }

@@ -3,7 +3,7 @@
 // it). Its own module so that dynamic.ts (routers) and acme.ts (resolvers)
 // share it without an import circle.
 import { type Checker, join } from './check.js'
-import type { Rule } from './rule.js'
+import { type Rule, positiveHosts } from './rule.js'
 
 /** [routers.X.tls]: certificates for the router's Host() names (and `domains`) from a resolver. */
 export interface RouterTlsConf {
@@ -24,16 +24,6 @@ export function checkRouterTls (c: Checker, raw: unknown, path: string): RouterT
   return { certResolver: c.string(t, 'cert_resolver', path), domains }
 }
 
-/** Every Host() value of a rule, in order. */
-function ruleHosts (r: Rule, out: string[]): string[] {
-  if (r.op === 'host') out.push(...r.values)
-  else if (r.op === 'and' || r.op === 'or') {
-    ruleHosts(r.left, out)
-    ruleHosts(r.right, out)
-  }
-  return out
-}
-
 /** What checkRouterResolvers and routerDomains read of a router (dynamic.ts RouterConf, which imports this module). */
 export interface CertRouter {
   readonly name: string
@@ -42,7 +32,7 @@ export interface CertRouter {
   readonly tls: RouterTlsConf | null
 }
 
-/** The names a router's certificate covers: its rule's Host() values, then `domains`, without repeats; the first is the subject. */
+/** The names a router's certificate covers: its rule's Host() values (not those under a "!"), then `domains`, without repeats; the first is the subject. */
 export function routerDomains (r: CertRouter): string[] {
-  return [...new Set([...ruleHosts(r.ast, []), ...(r.tls?.domains ?? [])])]
+  return [...new Set([...positiveHosts(r.ast), ...(r.tls?.domains ?? [])])]
 }

@@ -131,9 +131,91 @@ export function allowList (cidrs: readonly Cidr[]): (ip: string) => boolean {
       for (let i = 0; i < v4.length; i += 2) if ((n & v4[i + 1]!) === v4[i]) return true
       if (allV4) return false // otherwise an IPv6 CIDR (say ::/0) may still match, below
     }
-    const b = parseIp(ip)
-    return b !== null && cidrs.some((c) => cidrContains(c, b))
+    // IPv6 text (the per-request case of an IPv6 client) is read into a scratch buffer: no allocation
+    const b = ip.indexOf(':') >= 0 ? (ipv6Into(ip, scratch) ? scratch : null) : parseIp(ip)
+    if (b === null) return false
+    for (let i = 0; i < cidrs.length; i++) if (cidrContains(cidrs[i]!, b)) return true
+    return false
   }
+}
+
+/** allowList's buffer for the address being matched (a thread matches one address at a time). */
+const scratch = new Uint8Array(16)
+
+function hexDigit (c: number): number {
+  if (c >= 48 && c <= 57) return c - 48
+  const l = c | 0x20
+  return l >= 97 && l <= 102 ? l - 87 : -1
+}
+
+/** Dotted IPv4 text at s[from..] to its end into out[at..at + 3]; false when it is not that. */
+function v4Into (s: string, from: number, out: Uint8Array, at: number): boolean {
+  let octet = 0
+  let digits = 0
+  let k = at
+  for (let i = from; i <= s.length; i++) {
+    const c = i < s.length ? s.charCodeAt(i) : 46
+    if (c === 46) {
+      if (digits === 0 || k > at + 3) return false
+      out[k++] = octet
+      octet = 0
+      digits = 0
+    } else if (c >= 48 && c <= 57 && digits < 3) {
+      octet = octet * 10 + c - 48
+      digits++
+      if (octet > 255) return false
+    } else return false
+  }
+  return k === at + 4
+}
+
+/**
+ * IPv6 text (RFC 4291 §2.2: hex groups, one "::", an optional dotted IPv4
+ * tail; no zone index) into `out`, without allocating; false when it is not
+ * an IPv6 address.
+ */
+export function ipv6Into (s: string, out: Uint8Array): boolean {
+  const n = s.length
+  let g = 0 // 16-bit groups written
+  let gap = -1 // the group index where "::" stands
+  let i = 0
+  if (n >= 2 && s.charCodeAt(0) === 58 && s.charCodeAt(1) === 58) {
+    gap = 0
+    i = 2
+  }
+  while (i < n) {
+    let v = 0
+    let j = i
+    while (j < n && j - i < 5) {
+      const h = hexDigit(s.charCodeAt(j))
+      if (h < 0) break
+      v = v * 16 + h
+      j++
+    }
+    if (j < n && s.charCodeAt(j) === 46) { // the dotted IPv4 tail: the last 32 bits
+      if (g > 6 || !v4Into(s, i, out, g * 2)) return false
+      g += 2
+      break
+    }
+    if (j === i || j - i > 4 || g >= 8) return false
+    out[g * 2] = v >> 8
+    out[g * 2 + 1] = v & 0xff
+    g++
+    if (j === n) break
+    if (s.charCodeAt(j) !== 58 || j + 1 === n) return false
+    i = j + 1
+    if (s.charCodeAt(i) === 58) {
+      if (gap >= 0) return false
+      gap = g
+      i++
+    }
+  }
+  if (gap < 0) return g === 8
+  if (g === 8) return false
+  const tail = g - gap // groups after the "::", moved to the end
+  for (let k = 15, m = g * 2 - 1; k >= 16 - tail * 2; k--, m--) out[k] = out[m]!
+  for (let k = gap * 2; k < 16 - tail * 2; k++) out[k] = 0
+  return true
 }
 
 /** "a.b.c.d" (no leading zeros) → its 32 bits as a signed integer; -1 when not that form (255.255.255.255 falls back too). */

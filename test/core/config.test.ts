@@ -83,7 +83,7 @@ entrypoints = ["websecure"]
 service = "nope"
 middlewares = ["auth"]
 `)
-  assert.match(msg, /routers\.r\.rule: unknown matcher Hots \(known: Host, PathPrefix, Path\) at column 20/)
+  assert.match(msg, /routers\.r\.rule: column 20 of rule "PathPrefix\(`\/`\) && Hots\(`x`\)": unknown matcher Hots: expected one of Host, HostRegexp, Path, PathPrefix/)
   assert.match(msg, /routers\.r\.entrypoints: unknown entry point "websecure" \(defined: web\)/)
   assert.match(msg, /routers\.r\.service: unknown service "nope"/)
   assert.match(msg, /routers\.r\.middlewares: unknown middleware "auth"/)
@@ -113,7 +113,7 @@ test('rules: precedence of && over ||, parentheses, several values', () => {
   assert.deepEqual(parseRule('Host(`B.example`)'), { op: 'host', values: ['b.example'] })
   assert.equal(parseRule('(Path(`/a`) || Path(`/b`)) && Host(`h`)').op, 'and')
   assert.throws(() => parseRule('PathPrefix(`api`)'), /must start with "\/"/)
-  assert.throws(() => parseRule('Path(`/a`'), /expected "," or "\)"/)
+  assert.throws(() => parseRule('Path(`/a`'), /expected "," or "\)" after a value of Path, found the end of the rule/)
 })
 
 test('an integer outside the 64-bit range and nesting deeper than 500 name their line and key', () => {
