@@ -69,6 +69,12 @@ export class NodeConn {
     }
   }
 
+  /** Every open request of the connection was read whole (its body too). */
+  allRead (): boolean {
+    for (const c of this.live) if (!c.requestRead) return false
+    return true
+  }
+
   /** The connection closed: every request still open on it is aborted. */
   closed (): void {
     this.#idle = null
@@ -110,6 +116,11 @@ export class NodeClient extends ClientState implements ClientResponse, WebSocket
       if (!res.writableFinished) this.lost()
     })
     res.on('drain', () => { const cb = this.drainCb; if (cb !== null) cb() })
+  }
+
+  /** node:http read the whole request, its body included */
+  get requestRead (): boolean {
+    return this.#req.complete
   }
 
   /** The client went away (its connection closed) before this response ended. */

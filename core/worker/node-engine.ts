@@ -158,11 +158,13 @@ function onClientError (err: Error & { code?: string, reason?: string }, socket:
   const sock = socket as Sock & net.Socket
   const answer = parseErrorAnswer(err)
   const close = (): void => {
-    if (answer !== '' && sock.writable) sock.write(answer)
+    const res = sock._httpMessage
+    if (answer !== '' && sock.writable && (res == null || !res.headersSent)) sock.write(answer)
     sock.destroySoon()
   }
   const conn = sock[CONN]
-  if (answer === '' || conn === undefined || conn.live.size === 0) close()
+  // in a body still being read (bad trailers, a broken chunk): that request can never be complete, so no waiting
+  if (answer === '' || conn === undefined || conn.live.size === 0 || !conn.allRead()) close()
   else conn.whenIdle(close)
 }
 
