@@ -93,7 +93,7 @@ export async function run (configPath: string): Promise<Running> {
   void acme.update(config)
   // a certificate change on these replaces their listeners (core/net/listener-swap.ts)
   const challenges = tlsChallengeEntrypoints(config.certificatesResolvers)
-  const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && !isTerminated(e, challenges)).map((e) => e.name)
+  const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && e.engine !== 'node' && !isTerminated(e, challenges)).map((e) => e.name)
   const swapWarning = listenerSwapWarning(swapped)
   if (swapWarning !== null) log.warn(swapWarning, { entrypoints: swapped })
   log.info('started', {

@@ -43,9 +43,12 @@ export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[])
   return new Set(resolvers.filter((r) => r.challenge === 'tls-alpn-01').map((r) => r.tlsEntrypoint))
 }
 
-/** Whether node:tls in worker 0 runs this entry point's handshakes (mTLS, tls-alpn-01) rather than uWS in every worker. */
+/**
+ * Whether node:tls in worker 0 runs this entry point's handshakes (mTLS, tls-alpn-01) rather than uWS in every worker.
+ * Never for the node engine: its node:https server does both itself (core/worker/node-engine.ts).
+ */
 export function isTerminated (ep: EntryPointConf, challengeEntrypoints: ReadonlySet<string>): boolean {
-  return ep.protocol === 'https' && (ep.tls!.ca !== '' || challengeEntrypoints.has(ep.name))
+  return ep.protocol === 'https' && ep.engine !== 'node' && (ep.tls!.ca !== '' || challengeEntrypoints.has(ep.name))
 }
 
 /** The entry point `kind`_challenge names, checked to exist with that protocol; '' when the table is absent. */

@@ -77,6 +77,9 @@ export const DEFAULTS = {
     // http/https: the path lb answers itself with 200 "OK" (GET and HEAD only, any host, before routing,
     // not counted or logged); "off" routes that path like any other
     health: '/health',
+    // http/https: "uws" (uWebSockets.js: the fastest) or "node" (Node's llhttp: HTTP/1.0, pipelining behind proxied
+    // answers, trailers, absolute-form, a 408 for a slow head, 100-continue after routing; README "HTTP engines")
+    engine: 'uws' as 'uws' | 'node',
   },
   websocket: {
     // largest client message, reassembled in memory by uWS before it is relayed (uWS's own default is 16 KiB);

@@ -56,6 +56,9 @@ export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
 /** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/tcp-proxy.ts) */
 export const PROTOCOLS = ['http', 'https', 'tcp'] as const
 export type Protocol = typeof PROTOCOLS[number]
+/** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/node-engine.ts) */
+export const ENGINES = ['uws', 'node'] as const
+export type Engine = typeof ENGINES[number]
 export interface EntryPointConf {
   readonly name: string
   readonly host: string
@@ -71,6 +74,8 @@ export interface EntryPointConf {
   readonly requestPath: RequestPathConf
   /** http and https: the path lb answers itself (GET/HEAD 200 "OK"); '' = off (also for tcp) */
   readonly health: string
+  /** http and https: the HTTP engine ("uws" for tcp) */
+  readonly engine: Engine
 }
 
 /** Escapes a path may keep (each refused with 400 unless allowed), Traefik's encodedCharacters. */
@@ -178,7 +183,7 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
   const seen = new Set<string>()
   for (const [name, v] of Object.entries(eps)) {
     const p = join('entrypoints', name)
-    const t: Table = c.table(v, p, ['address', 'protocol', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters'])
+    const t: Table = c.table(v, p, ['address', 'protocol', 'engine', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters'])
     const address = c.string(t, 'address', p)
     const hp = parseListenAddress(address)
     if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080" (port 0: any free port)', address)
@@ -203,6 +208,7 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
       service = c.string(t, 'service', p)
       only('websocket_max_message', 'http" or "https')
       only('health', 'http" or "https')
+      only('engine', 'http" or "https')
       only('merge_slashes', 'http" or "https')
       only('encoded_characters', 'http" or "https')
     } else {
@@ -213,7 +219,8 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
     }
     const wsMaxMessage = c.size(t, 'websocket_max_message', p, DEFAULTS.websocket.maxMessageBytes)
     if (wsMaxMessage < 1 || wsMaxMessage > 1024 ** 3) c.problem(join(p, 'websocket_max_message'), 'a size from 1 byte to "1G"', t.websocket_max_message)
-    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health, requestPath: checkRequestPath(c, t, p) })
+    const engine = c.oneOf(t, 'engine', p, ENGINES, DEFAULTS.entrypoint.engine)
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health, engine, requestPath: checkRequestPath(c, t, p) })
   }
   if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
   return out

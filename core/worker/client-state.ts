@@ -22,6 +22,8 @@ export class ClientState {
   #bodyCb: ((chunk: Buffer, last: boolean) => void) | null = null
   #early: Array<{ chunk: Buffer, last: boolean }> | null = null
   protected drainCb: (() => void) | null = null
+  /** trailer fields of a chunked request body (flat, names lower-case), set before its last chunk is delivered; null: none */
+  trailers: readonly string[] | null = null
   // response body state
   protected total = -1 // Content-Length being streamed with tryEnd, or -1 for chunked writes
   /** response head deferred until the first body bytes or the end */

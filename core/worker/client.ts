@@ -1,5 +1,6 @@
 // The client side of one request as the data plane sees it. core/worker/http.ts
-// implements it over uWS; nothing else touches uWS objects.
+// implements it over uWS, core/worker/node-client.ts over node:http (the node
+// engine); nothing else touches either's objects.
 import type { WebSocketUpgrade } from './ws-client.js'
 
 export interface ClientResponse {
@@ -16,6 +17,12 @@ export interface ClientResponse {
    * (copy to keep). Chunks that arrived before this call are delivered first.
    */
   onBody (cb: (chunk: Buffer, last: boolean) => void): void
+  /**
+   * Trailer fields of a chunked request body, flat [name, value, ...] with
+   * lower-case names, set before the last body chunk is delivered; null when
+   * there are none (always on uWS, which refuses a body with trailers).
+   */
+  readonly trailers: readonly string[] | null
   /** Stop / restart reading the request body (upstream backpressure). */
   pauseBody (): void
   resumeBody (): void

@@ -28,6 +28,8 @@ export class Ctx {
   /** request body length from Content-Length; -1 when chunked or unknown */
   contentLength = 0
   chunked = false
+  /** an HTTP/1.0 request (the node engine; uWS refuses them): it may come without Host */
+  http10 = false
   /** the request said Connection: close (core/worker/request-read.ts): the response says so too */
   asksClose = false
   /** performance.now() when the request arrived (ms): times the request for the latency histogram and the access log, where the coarse tick is too coarse */

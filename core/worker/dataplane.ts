@@ -39,6 +39,7 @@ export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 const TEXT = ['content-type', 'text/plain'] as const
 const GEN_NO_TIMEOUT_MS = 24 * 3_600_000 // generation.request_timeout = "0": no time-out of its own
 const HEALTH_BODY = 'OK\n'
+const OPTIONS_ANY = ['allow', 'GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH'] as const
 
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
 export type PoolCache = Map<string, ServerPool>
@@ -183,7 +184,10 @@ export class DataPlane implements ExchangeHost {
       return
     }
     if (typeof path !== 'string') {
-      this.error(ctx, client, 'LB_ERR_BAD_PATH', { reason: path.reason })
+      // `OPTIONS *` asks about the server itself (RFC 9110 §9.3.7): lb is that server, as Traefik answers it (only
+      // the node engine lets one through: uWS answers 505)
+      if (ctx.method === 'OPTIONS' && ctx.path === '*') this.#answer(ctx, client, 200, OPTIONS_ANY, '')
+      else this.error(ctx, client, 'LB_ERR_BAD_PATH', { reason: path.reason })
       return
     }
     const badHost = checkHost(ctx)

@@ -60,3 +60,21 @@ function isHop (k: string): boolean {
 export function httpRequestHead (ctx: Ctx, hostFallback: string): string {
   return forwardHead(ctx, ctx.method, isHop, hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
 }
+
+/**
+ * The last chunk of a chunked request body with the client's trailer fields
+ * (only the node engine delivers any), less those a trailer must not carry or
+ * that lb decides on (RFC 9110 §6.5.1): framing, routing, authentication,
+ * hop-by-hop, and the forwarding headers lb sets.
+ */
+export function lastChunk (trailers: readonly string[]): string {
+  let s = '0\r\n'
+  for (let i = 0; i + 1 < trailers.length; i += 2) {
+    const k = trailers[i]!
+    if (isHop(k) || NOT_TRAILERS.has(k)) continue
+    s += k + ': ' + trailers[i + 1]! + '\r\n'
+  }
+  return s + '\r\n'
+}
+
+const NOT_TRAILERS = new Set(['content-length', 'host', 'authorization', 'proxy-authorization', 'cookie', 'expect', 'content-encoding', 'content-type', 'content-range'])

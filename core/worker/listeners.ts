@@ -9,6 +9,10 @@
 //   connections to a plain uWS app that every worker listens with on a unix
 //   socket in global.state_dir.
 // - tcp: a node:net server in worker 0 (tcp-proxy.ts).
+// - http, https with engine = "node": a node:http(s) server (node-engine.ts)
+//   in every worker on Node with net's reusePort (22.12, 23.1 on), else in
+//   worker 0 alone; its TLS (mTLS and tls-alpn-01 included) is its own, so it
+//   is never terminated, and new certificates apply without a new listener.
 //
 // Why worker 0 owns the node:net and node:tls listeners: Node 20's worker
 // threads cannot share a port (net's reusePort came with Node 22.12), so one
@@ -41,6 +45,7 @@ import { Connections } from './connections.js'
 import { SentBytes } from './sent-bytes.js'
 import type { DataPlane } from './dataplane.js'
 import { listenHttp, type loadUws } from './http.js'
+import { NODE_REUSE_PORT, type NodeListener, listenNode } from './node-engine.js'
 import { type Listener, type RequestHandler, PLAIN } from './listen-options.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls-terminator.js'
@@ -71,6 +76,8 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
+  /** this worker's node engine listeners (node-engine.ts), by entry point name */
+  readonly #nodes = new Map<string, NodeListener>()
   /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
   #acme: readonly AcmeCert[]
   readonly #acmeKeys = new Map<string, string>()
@@ -100,7 +107,7 @@ export class EntryPoints {
 
   /** Whether node:tls in worker 0 terminates the entry point's TLS (mTLS, or tls-alpn-01) rather than uWS. */
   #terminated (ep: EntryPointConf): boolean {
-    return isTerminated(ep, this.#alpnEps)
+    return isTerminated(ep, this.#alpnEps) // false for the node engine: node:https is its own TLS
   }
 
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
@@ -167,6 +174,7 @@ export class EntryPoints {
   setAcme (certs: readonly AcmeCert[], alpn: Readonly<Record<string, AcmeAlpnChallenge>>): Promise<void> {
     this.#acme = certs
     this.#alpn = alpn
+    for (const l of this.#nodes.values()) l.setChallenges(alpn)
     for (const [name, t] of this.#terminators) {
       try {
         t.setChallenges(alpn)
@@ -187,6 +195,7 @@ export class EntryPoints {
       if (!(await l.listen())) failed()
       return l
     }
+    if (ep.engine === 'node' && !NODE_REUSE_PORT && this.#worker !== 0) return null // one listener per address (Node < 22.12)
     let tls = null
     let print = ''
     const acme = acmeKey(ep, this.#acme)
@@ -200,8 +209,18 @@ export class EntryPoints {
     }
     let l: Listener | null
     try {
-      l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
-        { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
+      if (ep.engine === 'node') {
+        const node = await listenNode(ep.host, ep.port, this.#handler,
+          { entrypoint: ep.name, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
+        if (node !== null) {
+          node.setChallenges(this.#alpn)
+          this.#nodes.set(ep.name, node)
+        }
+        l = node
+      } else {
+        l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
+          { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
+      }
     } catch (err) {
       throw tlsError(ep, err) // uWS: "App construction failed"
     }
@@ -238,10 +257,12 @@ export class EntryPoints {
         // the files changed, or the ACME certificates (acme-sni.ts; never on mTLS entry points: lb check refuses them)
         const acme = acmeKey(ep, this.#acme)
         if (print === this.#prints.get(ep.name) && acme === (this.#acmeKeys.get(ep.name) ?? '')) continue
-        const terminator = this.#terminators.get(ep.name)
+        const terminator = this.#terminators.get(ep.name) ?? this.#nodes.get(ep.name)
         if (terminator !== undefined) {
           terminator.refresh(withAcme(ep, this.#acme))
           this.#acmeKeys.set(ep.name, acme)
+        } else if (ep.engine === 'node') {
+          continue // hosted by worker 0 alone (Node < 22.12)
         } else if (this.#listening) { // in worker 0 every terminated entry point has a terminator (start())
           const old = this.#open.get(ep.name)
           // the new app joins the old one's SO_REUSEPORT group before the old listen socket closes

@@ -15,6 +15,7 @@ import { loadPluginModules } from '../../plugins/index.js'
 import { type StatusSink, retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws, setClientTimeouts } from './http.js'
 import { EntryPoints } from './listeners.js'
+import { setNodeTimeouts } from './node-engine.js'
 import { setAcmeTokens } from './acme-challenge.js'
 import { cutExchanges } from './proxy.js'
 import { openSessions } from './tcp-proxy.js'
@@ -50,8 +51,11 @@ async function main (): Promise<void> {
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
 
-  /** timeouts.header and client_keep_alive, for every uWS app of this thread (a reload changes them for new timers) */
-  const clientTimeouts = (t: typeof data.config.timeouts): void => setClientTimeouts(t.headerMs / 1000, t.clientKeepAliveMs / 1000)
+  /** timeouts.header and client_keep_alive, for every uWS app and node engine server of this thread (a reload changes them for new timers) */
+  const clientTimeouts = (t: typeof data.config.timeouts): void => {
+    setClientTimeouts(t.headerMs / 1000, t.clientKeepAliveMs / 1000)
+    setNodeTimeouts(t.headerMs, t.clientKeepAliveMs)
+  }
   clientTimeouts(data.config.timeouts)
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)

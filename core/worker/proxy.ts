@@ -12,7 +12,7 @@ import type { UpstreamConnection, Exchange } from '../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../plugin.js'
 import { runResponseHooks } from './chain.js'
-import { httpRequestHead } from './forward-head.js'
+import { httpRequestHead, lastChunk } from './forward-head.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from './runtime.js'
@@ -125,7 +125,10 @@ export class ProxyExchange extends ServerTries implements Exchange {
   }
 
   #requestSent (conn: UpstreamConnection): void {
-    if (this.#ctx.chunked) conn.write(LAST_CHUNK)
+    if (this.#ctx.chunked) {
+      const t = this.#client.trailers
+      conn.write(t === null ? LAST_CHUNK : lastChunk(t))
+    }
     this.requestComplete = true
     conn.deadline = now() + conn.pool.serverTimeoutMs
   }

@@ -75,7 +75,7 @@ export function checkHost (ctx: Ctx): string {
       break
     }
   }
-  if (value === null) return 'no Host header (HTTP/1.1 requires one)'
+  if (value === null) return ctx.http10 ? '' : 'no Host header (HTTP/1.1 requires one)' // HTTP/1.0: routed without a host, forwarded with the server's
   if (value !== lastValid) {
     const why = hostProblem(value)
     if (why !== '') return `invalid Host header: ${why}`

@@ -6,7 +6,8 @@ import { STATUS_CODES } from 'node:http'
 const STATUS_LINE: string[] = []
 for (const [code, text] of Object.entries(STATUS_CODES)) STATUS_LINE[Number(code)] = `${code} ${text}`
 
-function statusLine (status: number, reason: string): string {
+/** "200 OK": the status and its standard reason, or `reason` when it is another. */
+export function statusLine (status: number, reason: string): string {
   const std = STATUS_LINE[status]
   if (std !== undefined && (reason === '' || (std.length === reason.length + 4 && std.endsWith(reason)))) return std
   return `${status} ${reason === '' ? 'Unknown' : reason}`

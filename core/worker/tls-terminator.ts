@@ -22,44 +22,19 @@
 // setSecureContext applies to new handshakes, established connections keep theirs.
 import net from 'node:net'
 import tls from 'node:tls'
-import { readFileSync } from 'node:fs'
 import type { AcmeAlpnChallenge } from '../protocol.js'
 import type { EntryPointConf } from '../config/static.js'
-import { TLS13_SUITES, type TlsConf } from '../config/tls.js'
+import type { TlsConf } from '../config/tls.js'
 import { proxyV2Header } from '../net/proxy-protocol.js'
 import { boundPort, listenServer } from '../net/listen.js'
 import { AlpnChallenges } from './tls-alpn.js'
+import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
 
 const conns = new Set<tls.TLSSocket>()
 
 /** Client connections this thread's terminators hold open. */
 export function openTerminated (): number {
   return conns.size
-}
-
-interface Contexts {
-  readonly main: tls.SecureContextOptions
-  /** exact host → context, and "*.domain" wildcards under their domain suffix ".domain" */
-  readonly exact: Map<string, tls.SecureContext>
-  readonly wildcard: Map<string, tls.SecureContext>
-}
-
-/** Reads every file now; throws (with OpenSSL's reason) when one is unusable. */
-function loadContexts (conf: TlsConf): Contexts {
-  const ca = conf.ca === '' ? undefined : readFileSync(conf.ca)
-  const common = { ca, minVersion: 'TLSv1.2' as const, ciphers: `${TLS13_SUITES}:${conf.ciphers}`, honorCipherOrder: true }
-  const main = { ...common, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
-  tls.createSecureContext(main) // validates now, so a bad file is reported here rather than at the next handshake
-  const exact = new Map<string, tls.SecureContext>()
-  const wildcard = new Map<string, tls.SecureContext>()
-  for (const s of conf.sni) {
-    const ctx = tls.createSecureContext({ ...common, cert: readFileSync(s.cert), key: readFileSync(s.key) })
-    for (const h of s.hosts) {
-      if (h.startsWith('*.')) wildcard.set(h.slice(1), ctx)
-      else exact.set(h, ctx)
-    }
-  }
-  return { main, exact, wildcard }
 }
 
 export class TlsTerminator {
@@ -140,13 +115,7 @@ export class TlsTerminator {
   }
 
   #sni (name: string): tls.SecureContext | undefined {
-    const host = name.toLowerCase()
-    const c = this.#contexts
-    const exact = c.exact.get(host)
-    if (exact !== undefined) return exact
-    const dot = host.indexOf('.')
-    // undefined: the server's default context
-    return dot > 0 ? c.wildcard.get(host.slice(dot)) : undefined
+    return sniContext(this.#contexts, name)
   }
 
   #relay (client: tls.TLSSocket): void {

@@ -5,23 +5,9 @@
 // never cross). What lb must still guarantee: no request is forwarded twice,
 // the one behind is never forwarded, and no answer reaches another client.
 import { strict as assert } from 'node:assert'
-import net from 'node:net'
 import { test } from 'node:test'
 import { type Lb, request, startBackend, startLb, waitFor } from '../helpers.js'
-
-/** Writes each chunk in turn (after `before(i)` resolves); resolves with what was read until the close or `ms`. */
-function pipeline (port: number, chunks: string[], before: (i: number) => Promise<void> = async () => {}, ms = 3000): Promise<{ text: string, closed: boolean }> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1')
-    let text = ''
-    s.setEncoding('latin1')
-    s.on('data', (d: string) => { text += d })
-    s.on('error', () => {})
-    s.on('connect', async () => { for (const [i, c] of chunks.entries()) { await before(i); s.write(c, 'latin1') } })
-    const timer = setTimeout(() => { s.destroy(); resolve({ text, closed: false }) }, ms)
-    s.on('close', () => { clearTimeout(timer); resolve({ text, closed: true }) })
-  })
-}
+import { pipeline } from './raw-http.js'
 
 const GET = (path: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\n\r\n`
 

@@ -139,7 +139,7 @@ export function exchange (port: number, bytes: string | Buffer | string[], opts:
 }
 
 /** The complete final responses in `text`, 1xx skipped; heads[i]: the i-th answers a HEAD. */
-function parseResponses (text: string, heads: readonly boolean[]): RawResponse[] {
+export function parseResponses (text: string, heads: readonly boolean[]): RawResponse[] {
   const out: RawResponse[] = []
   let pos = 0
   for (;;) {
@@ -155,4 +155,18 @@ function parseResponses (text: string, heads: readonly boolean[]): RawResponse[]
     out.push({ status, head, body: text.slice(pos, pos + len) })
     pos += len
   }
+}
+
+/** Writes each chunk in turn (after `before(i)` resolves); resolves with what was read until the close or `ms`. */
+export function pipeline (port: number, chunks: string[], before: (i: number) => Promise<void> = async () => {}, ms = 3000): Promise<{ text: string, closed: boolean }> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1')
+    let text = ''
+    s.setEncoding('latin1')
+    s.on('data', (d: string) => { text += d })
+    s.on('error', () => {})
+    s.on('connect', async () => { for (const [i, c] of chunks.entries()) { await before(i); s.write(c, 'latin1') } })
+    const timer = setTimeout(() => { s.destroy(); resolve({ text, closed: false }) }, ms)
+    s.on('close', () => { clearTimeout(timer); resolve({ text, closed: true }) })
+  })
 }
