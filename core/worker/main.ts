@@ -15,7 +15,7 @@ import { loadPluginModules } from '../../plugins/index.js'
 import { type StatusSink, retireMiddlewares } from './middleware.js'
 import { closeAllApps, loadUws, setClientTimeouts } from './http.js'
 import { EntryPoints } from './listeners.js'
-import { setNodeTimeouts } from './node-engine.js'
+import { setNodeHeadLimit, setNodeTimeouts } from './node-engine.js'
 import { setAcmeTokens } from './acme-challenge.js'
 import { cutExchanges } from './proxy.js'
 import { openSessions } from './tcp-proxy.js'
@@ -57,6 +57,7 @@ async function main (): Promise<void> {
     setNodeTimeouts(t.headerMs, t.clientKeepAliveMs)
   }
   clientTimeouts(data.config.timeouts)
+  setNodeHeadLimit(data.config.limits.maxHeaderBytes) // fixed at start, as uWS's (loadUws)
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
   setAcmeTokens(data.acme.tokens)

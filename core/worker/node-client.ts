@@ -103,7 +103,8 @@ export class NodeClient extends ClientState implements ClientResponse, WebSocket
 
   constructor (req: IncomingMessage, res: ServerResponse, conn: NodeConn, asksClose: boolean, expect: boolean, sent: SentCounter | null,
     acceptWs: NodeWsAccept | null = null) {
-    super(req.method === 'HEAD', asksClose, sent)
+    // llhttp reads chunk sizes strictly: a chunked body needs no containment here (ClientState.chunkedBody)
+    super(req.method === 'HEAD', asksClose, false, sent)
     this.#req = req
     this.#res = res
     this.#conn = conn

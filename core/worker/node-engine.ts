@@ -42,8 +42,14 @@ export const NODE_REUSE_PORT = MAJOR > 23 || (MAJOR === 23 && MINOR >= 1) || (MA
 
 /** how often node:http looks for heads past timeouts.header (ms): a 408 comes at most this late */
 const CHECK_MS = 500
-/** the largest request head (bytes): node:http's default, and nginx's and HAProxy's order of size */
-export const NODE_MAX_HEADER_BYTES = 16 * 1024
+/**
+ * llhttp's limit on a request head (bytes): twice limits.max_header_bytes, as uWS's (loadUws in http.ts), so that a
+ * head over the setting reaches request-check.ts, whose 431 names it; set once at start (setNodeHeadLimit).
+ */
+let maxHeadBytes = 2 * 16 * 1024
+
+/** Sets the node engine's head limit from limits.max_header_bytes, before its servers are made. */
+export function setNodeHeadLimit (bytes: number): void { maxHeadBytes = 2 * bytes }
 
 export interface NodeOptions {
   readonly entrypoint: string
@@ -143,7 +149,7 @@ function parseErrorAnswer (err: Error & { code?: string, reason?: string }): str
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return rawAnswer('LB_ERR_HEADER_TIMEOUT', { timeout: `${timeouts[0]! / 1000}s` })
     case 'HPE_HEADER_OVERFLOW':
-      return rawAnswer('LB_ERR_HEADERS_TOO_LARGE', { limit: NODE_MAX_HEADER_BYTES })
+      return rawAnswer('LB_ERR_HEAD_TOO_LARGE', { bytes: `more than ${maxHeadBytes}`, limit: maxHeadBytes / 2 })
     default:
       return err.code?.startsWith('HPE_') === true ? rawAnswer('LB_ERR_BAD_REQUEST', { reason: `${err.reason ?? err.code} (llhttp ${err.code})` }) : ''
   }
@@ -173,7 +179,7 @@ export async function listenNode (host: string, port: number, handler: RequestHa
   const options: http.ServerOptions = {
     requestTimeout: 0, // a body's pace is the proxy's (timeouts.client)
     connectionsCheckingInterval: CHECK_MS,
-    maxHeaderSize: NODE_MAX_HEADER_BYTES,
+    maxHeaderSize: maxHeadBytes,
     insecureHTTPParser: false,
     joinDuplicateHeaders: false,
     noDelay: true,
