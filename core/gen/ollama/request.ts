@@ -4,10 +4,10 @@
 // found" (decided later, by the catalog), 400 "model is required" for chat.
 // Unknown top-level fields and unknown option keys are ignored, as Ollama does.
 
-import { describe } from '../config/check.js'
-import type { ChatMessage, Format } from './protocol.js'
-import { parseModelName } from './names.js'
-import { checkSchema, type Schema } from './schema.js'
+import { describe } from '../../config/check.js'
+import type { ChatMessage, Format } from '../local/protocol.js'
+import { parseModelName } from '../models/names.js'
+import { checkSchema, type Schema } from '../structured/schema.js'
 
 export interface ApiError { status: number, message: string }
 

@@ -3,7 +3,7 @@
 // The grammar keeps every prefix valid but cannot make the document end in
 // time: a model may write one string until num_predict or the context cuts it.
 // After each sampled token the shortest text that would complete the document
-// (json-close.ts) is known, and:
+// (structured/json-close.ts) is known, and:
 // 1. Steering: in the last quarter of the budget (at most the last STEER_LAST
 //    tokens), or once the budget left is close to that closing's size, the
 //    closing's first token gets a logit bonus of STEER_LOGIT. The grammar still
@@ -18,8 +18,8 @@
 //    object with required properties); then by that closing text alone.
 
 import { TokenBias, type LlamaModel, type Token } from 'node-llama-cpp'
-import { JsonCloser } from './json-close.js'
-import type { Format } from './protocol.js'
+import { JsonCloser } from '../../structured/json-close.js'
+import type { Format } from '../protocol.js'
 
 /** Steering starts at most this many tokens before the end of the budget. */
 const STEER_LAST = 48

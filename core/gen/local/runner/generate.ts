@@ -11,11 +11,11 @@ import type { MessagePort } from 'node:worker_threads'
 import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
 import { FormatBudget } from './format-budget.js'
 import { grammarFor } from './grammar.js'
-import { formatError } from '../errors.js'
+import { formatError } from '../../../errors.js'
 import { acquire, host, release, type Hosted } from './model-host.js'
 import { buildInput } from './prompt.js'
 import { PieceBuffer } from './pieces.js'
-import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from './protocol.js'
+import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from '../protocol.js'
 
 const now = (): bigint => process.hrtime.bigint()
 

@@ -6,7 +6,7 @@
 import type { MessagePort } from 'node:worker_threads'
 import { generate } from './generate.js'
 import { unload } from './model-host.js'
-import type { Done, Failed, JobSpec, RunnerConf, StatusError, ToTask, WorkerResult, WorkerTask } from './protocol.js'
+import type { Done, Failed, JobSpec, RunnerConf, StatusError, ToTask, WorkerResult, WorkerTask } from '../protocol.js'
 
 async function job (id: number, spec: JobSpec, conf: RunnerConf, port: MessagePort): Promise<Done | Failed> {
   const ac = new AbortController()

@@ -4,7 +4,7 @@
 
 import type { LlamaGrammar } from 'node-llama-cpp'
 import { llama } from './model-host.js'
-import { statusError, type Format } from './protocol.js'
+import { statusError, type Format } from '../protocol.js'
 
 const CACHE = 32
 const grammars = new Map<string, Promise<LlamaGrammar>>()
@@ -18,7 +18,7 @@ async function compile (format: Format): Promise<LlamaGrammar> {
   if (format === 'json') return await llama.getGrammarFor('json')
   let g: LlamaGrammar
   try {
-    // The schema was checked and reduced to node-llama-cpp's subset by schema.ts.
+    // The schema was checked and reduced to node-llama-cpp's subset by structured/schema.ts.
     g = await llama.createGrammarForJsonSchema(format as unknown as Parameters<typeof llama.createGrammarForJsonSchema>[0])
   } catch (e) {
     throw statusError(400, `invalid JSON schema in format: ${(e as Error).message}`)

@@ -5,7 +5,7 @@
 // batch of pieces go out in one write.
 
 import type { ServerResponse } from 'node:http'
-import type { JobResult } from './protocol.js'
+import type { JobResult } from '../local/protocol.js'
 
 export const NDJSON = 'application/x-ndjson'
 export const JSON_TYPE = 'application/json; charset=utf-8'

@@ -16,7 +16,7 @@ export interface ChatMessage {
   content: string
 }
 
-/** Sampling settings, Ollama defaults already applied (routes.ts DEFAULTS, buildJob). */
+/** Sampling settings, Ollama defaults already applied (http/routes.ts DEFAULTS, buildJob). */
 export interface Sampling {
   temperature: number
   topK: number
@@ -86,7 +86,7 @@ export interface RunnerConf {
   threads: number
   parallel: number
   contexts: number
-  /** Streamed pieces of a reply leave the worker at most this often, in ms (pieces.ts). */
+  /** Streamed pieces of a reply leave the worker at most this often, in ms (runner/pieces.ts). */
   streamBatchMs: number
   /** Prompt tokens evaluated at most (generation.max_prompt_tokens); 0 = what the context leaves for a reply. */
   maxPromptTokens: number
@@ -101,7 +101,7 @@ export type ToRunner =
   | { type: 'shutdown' }
 
 // ---- runner -> main (process.send of an array, flushed once per event-loop turn) ----
-/** Consecutive pieces of one job's reply, in order (see pieces.ts for why they are grouped). */
+/** Consecutive pieces of one job's reply, in order (see runner/pieces.ts for why they are grouped). */
 export type Pieces = { type: 'pieces', id: number, texts: string[] }
 export type Done = { type: 'done', id: number, result: JobResult }
 /** status: the HTTP status the API answers with (400 bad input, 404 missing file, 500 runner error). */
