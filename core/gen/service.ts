@@ -1,4 +1,4 @@
-// The generation service in the control plane: the Ollama-compatible HTTP API
+// The generation service in the control plane: the Ollama- and OpenAI-compatible HTTP API
 // (plain node:http) on a unix socket, which the data plane reaches as an
 // ordinary upstream, and optionally on its own TCP listener. Inference runs in
 // a supervised child process (local/supervisor.ts); this process only validates,
@@ -11,7 +11,8 @@ import type { Logger } from '../log.js'
 import type { GenerationConf } from './config.js'
 import { ModelCatalog } from './models/catalog.js'
 import { nowIso } from './ollama/reply.js'
-import { createHandler, type RouteEnv } from './http/routes.js'
+import type { GenEnv } from './dispatch/generation.js'
+import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
@@ -62,7 +63,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     }
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
-  const env: RouteEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
+  const env: GenEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
   const handler = createHandler(env)
   const unix = new OwnedSocket(conf.socket, handler, glog)
   const servers: Server[] = []

@@ -35,7 +35,7 @@ export type Format = 'json' | { readonly [k: string]: unknown }
 
 /** One request, as the runner and the task see it. */
 export interface JobSpec {
-  kind: 'generate' | 'chat' | 'load'
+  kind: 'generate' | 'chat' | 'load' | 'embed'
   /** Canonical model name: the scheduler's key for the model (the runner pins a model to a worker by modelPath). */
   model: string
   modelPath: string
@@ -52,6 +52,8 @@ export interface JobSpec {
   /** Chat only. */
   messages: ChatMessage[] | null
   format: Format | null
+  /** The reply is either text that does not start with "{" or a document of `format` (a tool call the model may make). */
+  formatOptional: boolean
   sampling: Sampling
   /** Maximum tokens to generate; -1 = until end of text or the context is full. */
   numPredict: number
@@ -60,6 +62,8 @@ export interface JobSpec {
   returnContext: boolean
   /** A prompt longer than the limit keeps its end (Ollama's `truncate`, default true); false: the job fails with 400. */
   truncate: boolean
+  /** Embed only: the texts to embed (each cut to its start when longer than the context and `truncate`). */
+  inputs: string[] | null
 }
 
 export const DONE_REASONS = ['stop', 'length', 'load', 'unload', 'cancel'] as const
@@ -78,6 +82,8 @@ export interface JobResult {
   context: number[] | null
   /** The start of the prompt was dropped to fit the context (or max_prompt_tokens). */
   truncated: boolean
+  /** Embed only: one vector per input, as the model pools it (not normalised). */
+  embeddings: number[][] | null
 }
 
 /** Settings the runner needs; sent once after spawn. */
