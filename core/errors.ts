@@ -61,10 +61,10 @@ export const ERRORS = {
   LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
   LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },
   LB_ERR_OIDC_FORBIDDEN: { status: 403, message: 'user {user} is not allowed here: {reason}' },
-  // generation endpoint (core/gen), answered as Ollama does: {"error": "..."}
+  // generation endpoint (core/gen), answered in the caller's API shape (core/api-errors.ts): Ollama's or OpenAI's error body
   LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
   LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },
-  LB_ERR_GEN_NUM_PREDICT: { status: 400, message: 'invalid value for "options.num_predict": {value} is over the limit generation.max_num_predict = {limit}' },
+  LB_ERR_GEN_NUM_PREDICT: { status: 400, message: 'invalid value for "{field}": {value} is over the limit generation.max_num_predict = {limit}' },
   LB_ERR_GEN_CONTEXT_TOKEN: { status: 400, message: 'invalid value for "context": token {token} is not in the vocabulary of model {model} (ids 0 to {max})' },
   LB_ERR_GEN_TIMEOUT: { status: 504, message: 'request timed out after {seconds}s (generation.request_timeout)' },
 } as const satisfies Record<string, { status: number, message: string }>

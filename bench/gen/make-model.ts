@@ -2,7 +2,7 @@
 // that decoding is dominated by the matrix work batching amortises (a batch of
 // sequences reads each weight once), unlike the 260K-parameter fixtures where
 // per-token overhead dominates. Same design as the built-in tiny model
-// (core/gen/llama-gguf.ts): deterministic weights, byte-level vocabulary, and
+// (core/gen/models/llama-gguf.ts): deterministic weights, byte-level vocabulary, and
 // </s> made rare so that a request runs to its num_predict. The default is
 // embedding 512, 8 blocks, feed-forward 1536, 8 heads, f32: 27.5M parameters,
 // a 110 MB file (--type f16 halves it, but batching gained less with f16
@@ -16,7 +16,7 @@
 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { llamaGgufBytes, writeModelFile, type LlamaDims } from '../../core/gen/llama-gguf.js'
+import { llamaGgufBytes, writeModelFile, type LlamaDims } from '../../core/gen/models/llama-gguf.js'
 
 const args = process.argv.slice(2)
 const opt = (name: string, def: string): string => { const i = args.indexOf(name); return i >= 0 ? args[i + 1]! : def }

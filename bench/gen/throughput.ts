@@ -18,7 +18,7 @@
 // 2. aggregate tokens/s at 1, 2, 4, 8 concurrent requests (max(3, rounds / 3)
 //    rounds), through HTTP and in-process, for several layouts (sequences per
 //    context x contexts per model); in-process contexts are made as the
-//    endpoint makes them (core/gen/batch-order.ts), and N=8 / N=1 with
+//    endpoint makes them (core/gen/local/runner/batch-order.ts), and N=8 / N=1 with
 //    node-llama-cpp's default contexts for comparison;
 // 3. time to first token added by the endpoint (HTTP TTFT - in-process TTFT).
 
@@ -29,10 +29,10 @@ import { fileURLToPath } from 'node:url'
 import { getLlama, LlamaCompletion, LlamaLogLevel, type LlamaContext } from 'node-llama-cpp'
 import { request } from 'undici'
 import { Checker } from '../../core/config/check.js'
-import { createOrderedContext } from '../../core/gen/batch-order.js'
+import { createOrderedContext } from '../../core/gen/local/runner/batch-order.js'
 import { checkGeneration } from '../../core/gen/config.js'
-import { samplingOptions } from '../../core/gen/generate.js'
-import type { Sampling } from '../../core/gen/protocol.js'
+import { samplingOptions } from '../../core/gen/local/runner/generate.js'
+import type { Sampling } from '../../core/gen/local/protocol.js'
 import { startGeneration, type GenerationService } from '../../core/gen/service.js'
 import { createLogger } from '../../core/log.js'
 
@@ -80,7 +80,7 @@ async function inProcess (seed: number): Promise<{ tokens: number, ms: number, t
 /**
  * The engine's own ceiling: n concurrent completions in this process, spread
  * over `contexts` contexts of `parallel` sequences, made as the endpoint makes
- * them (`ordered`, core/gen/batch-order.ts) or as node-llama-cpp does by default.
+ * them (`ordered`, core/gen/local/runner/batch-order.ts) or as node-llama-cpp does by default.
  */
 async function inProcessConcurrent (n: number, parallel: number, contexts: number, round: number, ordered: boolean): Promise<number> {
   const ctxs: Array<{ context: LlamaContext, active: number, recheck: () => void }> = []

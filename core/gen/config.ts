@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
 import type { GenerationConf } from '../config/generation.js'
-import { parseModelName } from './names.js'
+import { parseModelName } from './models/names.js'
 
 // the shape lives in the config layer (core/config/generation.ts), which the loader may import
 export type { GenerationConf } from '../config/generation.js'

@@ -1,7 +1,7 @@
-// The generation service in the control plane: the Ollama-compatible HTTP API
+// The generation service in the control plane: the Ollama- and OpenAI-compatible HTTP API
 // (plain node:http) on a unix socket, which the data plane reaches as an
 // ordinary upstream, and optionally on its own TCP listener. Inference runs in
-// a supervised child process (supervisor.ts); this process only validates,
+// a supervised child process (local/supervisor.ts); this process only validates,
 // schedules and writes replies, so a crashing model never takes it down.
 
 import { createServer, type Server } from 'node:http'
@@ -9,14 +9,15 @@ import { dirname, join } from 'node:path'
 import { formatHostPort } from '../config/host-port.js'
 import type { Logger } from '../log.js'
 import type { GenerationConf } from './config.js'
-import { ModelCatalog } from './models.js'
-import { nowIso } from './reply.js'
-import { createHandler, type RouteEnv } from './routes.js'
-import { Scheduler } from './scheduler.js'
-import { OwnedSocket } from './socket.js'
+import { ModelCatalog } from './models/catalog.js'
+import { nowIso } from './ollama/reply.js'
+import type { GenEnv } from './dispatch/generation.js'
+import { createHandler } from './http/routes.js'
+import { Scheduler } from './local/scheduler.js'
+import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
-import { Supervisor } from './supervisor.js'
-import { ensureTinyModel } from './tiny-model.js'
+import { Supervisor } from './local/supervisor.js'
+import { ensureTinyModel } from './models/tiny-model.js'
 
 export type { GenStats } from './stats.js'
 
@@ -48,7 +49,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   let scheduler: Scheduler | null = null
   let readyWaiters: Array<() => void> = []
   const supervisor = new Supervisor(
-    new URL('./runner.js', import.meta.url),
+    new URL('./local/runner/runner.js', import.meta.url),
     { workers: conf.workers, threads: conf.threads, parallel: conf.parallel, contexts: conf.contexts, streamBatchMs: conf.streamBatchMs, maxPromptTokens: conf.maxPromptTokens },
     conf.restartDelayMs, conf.restartDelayMaxMs, glog,
     {
@@ -62,7 +63,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     }
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
-  const env: RouteEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
+  const env: GenEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
   const handler = createHandler(env)
   const unix = new OwnedSocket(conf.socket, handler, glog)
   const servers: Server[] = []

@@ -2,7 +2,7 @@
 // of a later issue pull them at scrape time). Plain numbers in fixed-shape
 // objects; one increment per finished request.
 
-export const GEN_ENDPOINTS = ['generate', 'chat', 'tags', 'show', 'ps', 'version', 'other'] as const
+export const GEN_ENDPOINTS = ['generate', 'chat', 'embed', 'tags', 'show', 'ps', 'version', 'other'] as const
 export type GenEndpoint = typeof GEN_ENDPOINTS[number]
 
 /** ok: 2xx; client_error: other 4xx; busy: 503 queue full; error: 5xx; cancelled: client went away; timeout: request_timeout hit. */

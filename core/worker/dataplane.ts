@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import type { Config } from '../config/load.js'
 import type { RouterConf, ServiceConf } from '../config/dynamic.js'
+import { type ApiShape, apiOfPath, shapeAnswer } from '../api-errors.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
@@ -60,6 +61,8 @@ export class DataPlane implements ExchangeHost {
   readonly services = new Map<string, ServiceRuntime>()
   /** this generation's middleware instances by name; retired (retireMiddlewares) when it is replaced */
   readonly middlewares = new Map<string, Hooks>()
+  /** routers whose service is the generation endpoint: lb's own refusals on them take the caller's API shape */
+  readonly #genRouters = new Set<string>()
 
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, status: StatusSink) {
     this.conf = conf
@@ -82,6 +85,7 @@ export class DataPlane implements ExchangeHost {
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),
       routerSlot: slots.routers[r.name] ?? -1,
     })
+    for (const r of conf.routers) if (this.services.get(r.service)?.conf.kind === 'generate') this.#genRouters.add(r.name)
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
       this.#health[i] = ep.health
@@ -277,10 +281,28 @@ export class DataPlane implements ExchangeHost {
    * that has its answer finds it in every counter, metric and log line.
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
+    if (status >= 400 && this.#genRouters.size > 0) {
+      const shape = this.#apiShape(ctx)
+      if (shape !== 'text') ({ headers, body } = shapeAnswer(shape, status, headers, body))
+    }
     ctx.status = status
     ctx.bytesOut = client.bodyBytes(body)
     this.finish(ctx)
     client.send(status, headers, body, close)
+  }
+
+  /**
+   * The API shape of an error answer (core/api-errors.ts): an Ollama or OpenAI client of a generation service
+   * gets its own error body, whoever refused it (a middleware's 401 or 429, the 413 of max_body, a 503).
+   * Only error answers ask; one answered before routing (max_body) asks which route would have taken it.
+   */
+  #apiShape (ctx: Ctx): ApiShape {
+    let router = ctx.router
+    if (router === '') {
+      const routes = this.#routes[ctx.epSlot]
+      router = (routes === undefined ? null : matchRoute(routes, ctx))?.router.name ?? ''
+    }
+    return this.#genRouters.has(router) ? apiOfPath(ctx.path) : 'text'
   }
 
   /**

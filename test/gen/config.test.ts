@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Checker } from '../../core/config/check.js'
 import { checkGeneration, parseKeepAlive } from '../../core/gen/config.js'
-import { parseKeepAliveValue } from '../../core/gen/api.js'
+import { parseKeepAliveValue } from '../../core/gen/ollama/request.js'
 
 test('defaults of an empty [generation] table', () => {
   const c = new Checker()

@@ -4,8 +4,8 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { JsonCloser } from '../../core/gen/json-close.js'
-import { checkSchema } from '../../core/gen/schema.js'
+import { JsonCloser } from '../../core/gen/structured/json-close.js'
+import { checkSchema } from '../../core/gen/structured/schema.js'
 import { schemaMismatch } from './helpers.js'
 import { SCHEMAS } from './schemas.js'
 

@@ -3,7 +3,7 @@
 // as Ollama ignores unknown options, not Object.prototype's member (it was a 500).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseOptions } from '../../core/gen/api.js'
+import { parseOptions } from '../../core/gen/ollama/request.js'
 
 test('options named after Object.prototype members are ignored like any unknown option', () => {
   for (const key of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {

@@ -1,4 +1,4 @@
-// Two processes on one generation socket path (core/gen/socket.ts), as an
+// Two processes on one generation socket path (core/gen/http/socket.ts), as an
 // old lb stopping and a new one starting, or a new one that took the path
 // after the file was removed: whatever the old one does on its way out, the
 // new one's file stays and answers. Real processes, real unix sockets, on the

@@ -10,7 +10,7 @@
 
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import type { Logger } from '../log.js'
+import type { Logger } from '../../log.js'
 import type { FromRunner, RunnerConf, ToRunner } from './protocol.js'
 
 const STABLE_MS = 30_000

@@ -30,7 +30,7 @@ import type { BatchItem, LlamaContext, LlamaModel, PrioritizedBatchItem } from '
  * degrades batching instead of breaking decoding; re-measure before extending.
  */
 const KNOWN_VERSION = '3.22.1'
-const installed = (JSON.parse(readFileSync(new URL('../package.json', import.meta.resolve('node-llama-cpp')), 'utf8')) as { version: string }).version
+const installed = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.resolve('node-llama-cpp')), 'utf8')) as { version: string }).version
 
 /** The internals of node-llama-cpp 3.22.1 used here: the decode queue (the batch items are built from it, in its order) and the call that fills it. */
 interface Internals {

@@ -32,6 +32,8 @@ export interface LlamaDims {
   type: 'f32' | 'f16'
   /** Frequency of </s> on the same per-mille scale as the bytes' (FREQ below): 8 ends text after a few hundred tokens. */
   eosFreq: number
+  /** Bytes written more or less often than FREQ says (same scale): test fixtures that favour a character. */
+  freq?: Readonly<Record<string, number>>
 }
 
 const N_VOCAB = 259
@@ -94,7 +96,7 @@ function tensors (d: LlamaDims): Tensor[] {
   const dim0 = Math.round(10 / Math.sqrt((1 + (e - 1) * EMBD_NOISE ** 2 / 3) / e)) / 10
   for (let t = 0; t < N_VOCAB; t++) {
     const ch = t >= 3 ? String.fromCharCode(t - 3) : ''
-    const f = t === 2 ? d.eosFreq : FREQ[ch] ?? RARE
+    const f = t === 2 ? d.eosFreq : d.freq?.[ch] ?? FREQ[ch] ?? RARE
     out[t * e] = Math.log(f) / dim0
   }
   const ts: Tensor[] = [

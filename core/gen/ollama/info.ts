@@ -3,9 +3,9 @@
 // ProcessModelResponse); details come from the GGUF header, never from
 // loading the model.
 
-import type { ModelCatalog, ModelEntry } from './models.js'
-import { architecture, contextLength, humanCount, quantizationLevel, type GgufInfo, type GgufValue } from './gguf.js'
-import type { LoadedModel } from './scheduler.js'
+import type { ModelCatalog, ModelEntry } from '../models/catalog.js'
+import { architecture, contextLength, humanCount, quantizationLevel, type GgufInfo, type GgufValue } from '../models/gguf.js'
+import type { LoadedModel } from '../local/scheduler.js'
 
 /** What /api/version reports: an Ollama version whose API (structured outputs included) this server implements. */
 export const OLLAMA_VERSION = '0.5.1'

@@ -13,7 +13,7 @@
 
 import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import type { MessagePort } from 'node:worker_threads'
-import type { FromTask } from './protocol.js'
+import type { FromTask } from '../protocol.js'
 
 export class PieceBuffer {
   private readonly id: number

@@ -17,7 +17,7 @@
 
 import type { ChatHistoryItem, LlamaText, Token } from 'node-llama-cpp'
 import type { Hosted } from './model-host.js'
-import type { ChatMessage, JobSpec } from './protocol.js'
+import type { ChatMessage, JobSpec } from '../protocol.js'
 import { linearTokenizer, tailTokens } from './tokens.js'
 
 export interface Input {

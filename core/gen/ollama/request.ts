@@ -4,48 +4,11 @@
 // found" (decided later, by the catalog), 400 "model is required" for chat.
 // Unknown top-level fields and unknown option keys are ignored, as Ollama does.
 
-import { describe } from '../config/check.js'
-import type { ChatMessage, Format } from './protocol.js'
-import { parseModelName } from './names.js'
-import { checkSchema, type Schema } from './schema.js'
-
-export interface ApiError { status: number, message: string }
-
-/** Options a request may set; absent = the model's or Ollama's default. */
-export interface RequestOptions {
-  temperature?: number
-  topK?: number
-  topP?: number
-  minP?: number
-  seed?: number
-  numPredict?: number
-  stop?: string[]
-  numCtx?: number
-  repeatPenalty?: number
-  repeatLastN?: number
-  presencePenalty?: number
-  frequencyPenalty?: number
-}
-
-export interface GenRequest {
-  endpoint: 'generate' | 'chat'
-  /** Canonical "name:tag"; "" when the request named none. */
-  model: string
-  /** The name as sent, echoed in replies as Ollama does. */
-  displayModel: string
-  stream: boolean
-  /** null = the server default; -1 = forever. */
-  keepAliveMs: number | null
-  prompt: string
-  system: string | null
-  raw: boolean
-  context: number[] | null
-  messages: ChatMessage[] | null
-  format: Format | null
-  options: RequestOptions
-  /** Ollama's `truncate`: a prompt longer than the limit keeps its end (true, the default) or is refused (false). */
-  truncate: boolean
-}
+import { describe } from '../../config/check.js'
+import { type ApiError, type EmbedRequest, type GenRequest, isApiError as isErr, newGenRequest, type RequestOptions } from '../dispatch/request.js'
+import type { ChatMessage, Format } from '../local/protocol.js'
+import { parseModelName } from '../models/names.js'
+import { checkSchema, type Schema } from '../structured/schema.js'
 
 type Kind = 'float' | 'int' | 'bool' | 'strings'
 /** Ollama's option keys; [kind, min, max, field] — field null = accepted and ignored (load-time or unsupported). */
@@ -148,8 +111,6 @@ function str (body: Record<string, unknown>, key: string): string | ApiError {
   return typeof v === 'string' ? v : bad(key, 'a string', v)
 }
 
-const isErr = (v: unknown): v is ApiError => isObj(v) && typeof v.status === 'number' && typeof v.message === 'string'
-
 /** Checks the fields /api/generate and /api/chat share. */
 function common (endpoint: 'generate' | 'chat', body: unknown): GenRequest | ApiError {
   if (body === null) body = {}
@@ -185,10 +146,13 @@ function common (endpoint: 'generate' | 'chat', body: unknown): GenRequest | Api
   for (const k of ['logprobs', 'truncate', 'shift'] as const) {
     if (body[k] !== undefined && body[k] !== null && typeof body[k] !== 'boolean') return bad(k, 'true or false', body[k])
   }
-  return {
-    endpoint, model, displayModel, stream, keepAliveMs, prompt: '', system: null, raw: false, context: null,
-    messages: null, format, options, truncate: body.truncate !== false,
-  }
+  const r = newGenRequest(endpoint, model, displayModel)
+  r.stream = stream
+  r.keepAliveMs = keepAliveMs
+  r.format = format
+  r.options = options
+  r.truncate = body.truncate !== false
+  return r
 }
 
 export function parseGenerate (body: unknown): GenRequest | ApiError {
@@ -222,6 +186,7 @@ export function parseGenerate (body: unknown): GenRequest | ApiError {
   r.system = system === '' ? null : system
   r.raw = raw
   r.context = context
+  r.loadOnly = prompt === '' && r.system === null && context === null
   return r
 }
 
@@ -246,7 +211,44 @@ export function parseChat (body: unknown): GenRequest | ApiError {
     messages.push({ role: m.role as ChatMessage['role'], content })
   }
   r.messages = messages
+  r.loadOnly = messages.length === 0
   return r
+}
+
+/**
+ * /api/embed ({model, input: string | string[], truncate, dimensions, options, keep_alive}) and the legacy
+ * /api/embeddings ({model, prompt}: one text, its vector not normalised).
+ */
+export function parseEmbed (body: unknown, legacy: boolean): EmbedRequest | ApiError {
+  if (body === null) body = {}
+  if (!isObj(body)) return { status: 400, message: `invalid request: expected a JSON object, found ${describe(body)}` }
+  const displayModel = str(body, 'model')
+  if (isErr(displayModel)) return displayModel
+  if (displayModel === '') return { status: 400, message: 'model is required' }
+  const model = parseModelName(displayModel)
+  if (model === null) return { status: 400, message: 'invalid model name' }
+  let inputs: string[]
+  if (legacy) {
+    const prompt = str(body, 'prompt')
+    if (isErr(prompt)) return prompt
+    inputs = prompt === '' ? [] : [prompt]
+  } else {
+    const input = body.input ?? []
+    if (typeof input === 'string') inputs = [input]
+    else if (Array.isArray(input) && input.every((x) => typeof x === 'string')) inputs = input as string[]
+    else return bad('input', 'a string or an array of strings', input)
+  }
+  let keepAliveMs: number | null = null
+  if (body.keep_alive !== undefined && body.keep_alive !== null) {
+    keepAliveMs = parseKeepAliveValue(body.keep_alive)
+    if (Number.isNaN(keepAliveMs)) return bad('keep_alive', 'seconds or a duration like "5m"', body.keep_alive)
+  }
+  const options = parseOptions(body.options)
+  if (isErr(options)) return options
+  if (body.truncate !== undefined && body.truncate !== null && typeof body.truncate !== 'boolean') return bad('truncate', 'true or false', body.truncate)
+  const dimensions = body.dimensions ?? 0
+  if (typeof dimensions !== 'number' || !Number.isInteger(dimensions) || dimensions < 0) return bad('dimensions', 'a positive integer', dimensions)
+  return { model, displayModel, inputs, keepAliveMs, truncate: body.truncate !== false, normalize: !legacy, dimensions, numCtx: options.numCtx ?? null }
 }
 
 export { isErr as isApiError }

@@ -16,7 +16,7 @@ export interface ChatMessage {
   content: string
 }
 
-/** Sampling settings, Ollama defaults already applied (routes.ts DEFAULTS, buildJob). */
+/** Sampling settings, Ollama defaults already applied (http/routes.ts DEFAULTS, buildJob). */
 export interface Sampling {
   temperature: number
   topK: number
@@ -35,7 +35,7 @@ export type Format = 'json' | { readonly [k: string]: unknown }
 
 /** One request, as the runner and the task see it. */
 export interface JobSpec {
-  kind: 'generate' | 'chat' | 'load'
+  kind: 'generate' | 'chat' | 'load' | 'embed'
   /** Canonical model name: the scheduler's key for the model (the runner pins a model to a worker by modelPath). */
   model: string
   modelPath: string
@@ -52,6 +52,8 @@ export interface JobSpec {
   /** Chat only. */
   messages: ChatMessage[] | null
   format: Format | null
+  /** The reply is either text that does not start with "{" or a document of `format` (a tool call the model may make). */
+  formatOptional: boolean
   sampling: Sampling
   /** Maximum tokens to generate; -1 = until end of text or the context is full. */
   numPredict: number
@@ -60,6 +62,8 @@ export interface JobSpec {
   returnContext: boolean
   /** A prompt longer than the limit keeps its end (Ollama's `truncate`, default true); false: the job fails with 400. */
   truncate: boolean
+  /** Embed only: the texts to embed (each cut to its start when longer than the context and `truncate`). */
+  inputs: string[] | null
 }
 
 export const DONE_REASONS = ['stop', 'length', 'load', 'unload', 'cancel'] as const
@@ -78,6 +82,8 @@ export interface JobResult {
   context: number[] | null
   /** The start of the prompt was dropped to fit the context (or max_prompt_tokens). */
   truncated: boolean
+  /** Embed only: one vector per input, as the model pools it (not normalised). */
+  embeddings: number[][] | null
 }
 
 /** Settings the runner needs; sent once after spawn. */
@@ -86,7 +92,7 @@ export interface RunnerConf {
   threads: number
   parallel: number
   contexts: number
-  /** Streamed pieces of a reply leave the worker at most this often, in ms (pieces.ts). */
+  /** Streamed pieces of a reply leave the worker at most this often, in ms (runner/pieces.ts). */
   streamBatchMs: number
   /** Prompt tokens evaluated at most (generation.max_prompt_tokens); 0 = what the context leaves for a reply. */
   maxPromptTokens: number
@@ -101,7 +107,7 @@ export type ToRunner =
   | { type: 'shutdown' }
 
 // ---- runner -> main (process.send of an array, flushed once per event-loop turn) ----
-/** Consecutive pieces of one job's reply, in order (see pieces.ts for why they are grouped). */
+/** Consecutive pieces of one job's reply, in order (see runner/pieces.ts for why they are grouped). */
 export type Pieces = { type: 'pieces', id: number, texts: string[] }
 export type Done = { type: 'done', id: number, result: JobResult }
 /** status: the HTTP status the API answers with (400 bad input, 404 missing file, 500 runner error). */

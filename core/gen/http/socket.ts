@@ -22,8 +22,8 @@ import { connect } from 'node:net'
 import { type BigIntStats, lstatSync, unlinkSync } from 'node:fs'
 import { lstat, mkdir, rename, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import type { Logger } from '../log.js'
-import { UNIX_PATH_MAX } from '../net/listen.js'
+import type { Logger } from '../../log.js'
+import { UNIX_PATH_MAX } from '../../net/listen.js'
 
 const CHECK_MS = 1_000
 /** How long start-up waits for another process to release the path before giving up. */

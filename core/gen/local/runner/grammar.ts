@@ -4,7 +4,7 @@
 
 import type { LlamaGrammar } from 'node-llama-cpp'
 import { llama } from './model-host.js'
-import { statusError, type Format } from './protocol.js'
+import { statusError, type Format } from '../protocol.js'
 
 const CACHE = 32
 const grammars = new Map<string, Promise<LlamaGrammar>>()
@@ -13,34 +13,39 @@ const grammars = new Map<string, Promise<LlamaGrammar>>()
 // integer; replace it with plain integers so replies match `"type": "integer"`.
 const INTEGER_RULE = /^integer-number-rule ::= .*$/m
 const INTEGER_FIXED = 'integer-number-rule ::= "-"? ("0" | [1-9] [0-9]{0,15})'
+const ROOT = /^root ::= /m
+// An optional format (a tool call the model may make): the document, or text whose first character is not "{".
+const OPTIONAL_ROOT = 'root ::= lb-document | lb-text\nlb-text ::= [^{] [^\\x00]*\n'
 
-async function compile (format: Format): Promise<LlamaGrammar> {
-  if (format === 'json') return await llama.getGrammarFor('json')
+async function compile (format: Format, optional: boolean): Promise<LlamaGrammar> {
+  if (format === 'json' && !optional) return await llama.getGrammarFor('json')
+  if (format === 'json') format = { type: 'object' }
   let g: LlamaGrammar
   try {
-    // The schema was checked and reduced to node-llama-cpp's subset by schema.ts.
+    // The schema was checked and reduced to node-llama-cpp's subset by structured/schema.ts.
     g = await llama.createGrammarForJsonSchema(format as unknown as Parameters<typeof llama.createGrammarForJsonSchema>[0])
   } catch (e) {
     throw statusError(400, `invalid JSON schema in format: ${(e as Error).message}`)
   }
-  if (!INTEGER_RULE.test(g.grammar)) return g
+  if (!INTEGER_RULE.test(g.grammar) && !optional) return g
+  const text = g.grammar.replace(INTEGER_RULE, INTEGER_FIXED)
   return await llama.createGrammar({
-    grammar: g.grammar.replace(INTEGER_RULE, INTEGER_FIXED),
+    grammar: optional ? OPTIONAL_ROOT + text.replace(ROOT, 'lb-document ::= ') : text,
     stopGenerationTriggers: g.stopGenerationTriggers,
     trimWhitespaceSuffix: g.trimWhitespaceSuffix,
   })
 }
 
-/** The grammar for a format, compiled once per worker (small LRU). */
-export async function grammarFor (format: Format): Promise<LlamaGrammar> {
-  const key = format === 'json' ? 'json' : JSON.stringify(format)
+/** The grammar for a format (`optional`: or text that does not start with "{"), compiled once per worker (small LRU). */
+export async function grammarFor (format: Format, optional = false): Promise<LlamaGrammar> {
+  const key = (optional ? '?' : '') + (format === 'json' ? 'json' : JSON.stringify(format))
   let p = grammars.get(key)
   if (p !== undefined) {
     grammars.delete(key)
     grammars.set(key, p)
     return await p
   }
-  p = compile(format)
+  p = compile(format, optional)
   grammars.set(key, p)
   p.catch(() => grammars.delete(key))
   if (grammars.size > CACHE) grammars.delete(grammars.keys().next().value!)

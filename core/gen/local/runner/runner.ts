@@ -1,4 +1,4 @@
-// Entry of the runner child process (forked by supervisor.ts). It owns the
+// Entry of the runner child process (forked by local/supervisor.ts). It owns the
 // piscina pool whose worker threads run node-llama-cpp (task.ts) and relays
 // between the API process (IPC) and the tasks (one MessagePort per job).
 //
@@ -13,7 +13,7 @@
 
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { Piscina } from 'piscina'
-import type { FromRunner, FromTask, JobSpec, RunnerConf, ToRunner, ToTask, WorkerResult, WorkerTask } from './protocol.js'
+import type { FromRunner, FromTask, JobSpec, RunnerConf, ToRunner, ToTask, WorkerResult, WorkerTask } from '../protocol.js'
 
 const TASK_FILE = new URL('./task.js', import.meta.url).href
 const SHUTDOWN_MS = 2_000

@@ -15,7 +15,7 @@
 
 import { getLlama, LlamaLogLevel, resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel } from 'node-llama-cpp'
 import { createOrderedContext, type OrderedContext } from './batch-order.js'
-import type { RunnerConf } from './protocol.js'
+import type { RunnerConf } from '../protocol.js'
 
 export const llama: Llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error })
 

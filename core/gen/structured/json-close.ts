@@ -1,6 +1,6 @@
 // The shortest text that completes a partial JSON document so that it parses
 // and matches its schema: what a formatted reply cut by its token budget gets
-// appended (generate.ts), so that with `format` a reply is always valid.
+// appended (local/runner/generate.ts), so that with `format` a reply is always valid.
 //
 // The text fed in is a prefix the grammar allowed, i.e. the start of some
 // document that matches the schema (schema.ts restricts schemas to what the
@@ -11,7 +11,7 @@
 // allows, then every enclosing one (missing required properties, minItems).
 // Cost: O(1) per character fed, O(depth + schema size) per closing().
 
-import type { Format } from './protocol.js'
+import type { Format } from '../local/protocol.js'
 
 type S = { readonly [k: string]: unknown }
 type Kind = 'object' | 'array' | 'string' | 'number' | 'integer' | 'boolean' | 'null'

@@ -3,7 +3,7 @@
 // The grammar keeps every prefix valid but cannot make the document end in
 // time: a model may write one string until num_predict or the context cuts it.
 // After each sampled token the shortest text that would complete the document
-// (json-close.ts) is known, and:
+// (structured/json-close.ts) is known, and:
 // 1. Steering: in the last quarter of the budget (at most the last STEER_LAST
 //    tokens), or once the budget left is close to that closing's size, the
 //    closing's first token gets a logit bonus of STEER_LOGIT. The grammar still
@@ -18,8 +18,8 @@
 //    object with required properties); then by that closing text alone.
 
 import { TokenBias, type LlamaModel, type Token } from 'node-llama-cpp'
-import { JsonCloser } from './json-close.js'
-import type { Format } from './protocol.js'
+import { JsonCloser } from '../../structured/json-close.js'
+import type { Format } from '../protocol.js'
 
 /** Steering starts at most this many tokens before the end of the budget. */
 const STEER_LAST = 48
@@ -45,8 +45,13 @@ export class FormatBudget {
   private steer: TokenBias | null = null
   private lastBytes = 0
   private skip = 0
+  /** An optional format (a tool call the model may make) until the reply's first character shows whether it is one. */
+  private undecided: boolean
+  /** The reply is text, not a document: nothing to keep valid. */
+  private off = false
 
-  constructor (format: Format, model: LlamaModel, budget: number) {
+  constructor (format: Format, model: LlamaModel, budget: number, optional = false) {
+    this.undecided = optional
     this.model = model
     this.budget = budget
     this.doc = new JsonCloser(format)
@@ -59,9 +64,16 @@ export class FormatBudget {
 
   /** Sampled tokens; `used`: tokens sampled so far, these included. */
   onTokens (toks: readonly Token[], used: number): void {
-    if (this.stop.signal.aborted) return
+    if (this.stop.signal.aborted || this.off) return
     // Text of structure is ASCII and always whole tokens; bytes of a split character only occur inside strings.
-    this.doc.push(this.model.detokenize(toks as Token[]))
+    const text = this.model.detokenize(toks as Token[])
+    if (this.undecided) {
+      if (text === '') return
+      this.undecided = false
+      // the grammar lets a reply that does not open with "{" be any text
+      if (!text.startsWith('{')) { this.off = true; return }
+    }
+    this.doc.push(text)
     const left = this.budget - used
     if (left <= 0 || this.doc.complete) return
     const far = used < this.steerAt && left > 2 * this.lastBytes + FAR
@@ -86,8 +98,9 @@ export class FormatBudget {
     return text === '' ? [] : this.model.tokenize(text, false, 'trimLeadingSpace')
   }
 
-  /** The shortest text that makes `text` (the whole reply) a complete document that matches the format. */
-  static close (format: Format, text: string): string {
+  /** The shortest text that makes `text` (the whole reply) a complete document that matches the format; `optional`: text not opening with "{" is complete. */
+  static close (format: Format, text: string, optional = false): string {
+    if (optional && !text.startsWith('{')) return ''
     const doc = new JsonCloser(format)
     doc.push(text)
     return doc.closing()

@@ -5,24 +5,28 @@
 // batch of pieces go out in one write.
 
 import type { ServerResponse } from 'node:http'
-import type { JobResult } from './protocol.js'
+import type { ReplyWriter } from '../dispatch/generation.js'
+import type { ApiError } from '../dispatch/request.js'
+import { sendError, sendJson } from '../http/respond.js'
+import type { JobResult } from '../local/protocol.js'
 
 export const NDJSON = 'application/x-ndjson'
-export const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** RFC 3339 UTC time, as Ollama's created_at (millisecond precision). */
 export const nowIso = (): string => new Date().toISOString()
 
 /** Writes one request's reply: chunks, then the final object or an error line. */
-export class ReplyWriter {
+export class OllamaWriter implements ReplyWriter {
   readonly chat: boolean
   readonly stream: boolean
+  private readonly res: ServerResponse
   private readonly model: string
   private readonly prefix: string
   /** The NDJSON headers are written (the stream has begun). */
   private started = false
 
-  constructor (chat: boolean, stream: boolean, model: string) {
+  constructor (res: ServerResponse, chat: boolean, stream: boolean, model: string) {
+    this.res = res
     this.chat = chat
     this.stream = stream
     this.model = model
@@ -35,69 +39,63 @@ export class ReplyWriter {
    * piece, which is what the client's parser pays for. `ts` is the batch's
    * arrival time.
    */
-  pieces (res: ServerResponse, texts: readonly string[], ts: string): void {
-    if (!this.started) this.begin(res)
+  pieces (texts: readonly string[], ts: string): void {
+    if (!this.started) this.begin()
     const head = `${this.prefix}${ts}",${this.chat ? '"message":{"role":"assistant","content":' : '"response":'}`
     const tail = this.chat ? '},"done":false}\n' : ',"done":false}\n'
     let out = ''
     for (const t of texts) out += head + JSON.stringify(t) + tail
-    res.write(out)
+    this.res.write(out)
   }
 
   /** The final object (streamed as the last line, or as the whole body). */
-  done (res: ServerResponse, r: JobResult, totalNs: number): void {
+  done (r: JobResult, totalNs: number): void {
     const o: Record<string, unknown> = { model: this.model, created_at: nowIso() }
     if (this.chat) o.message = { role: 'assistant', content: this.stream ? '' : r.text }
     else o.response = this.stream ? '' : r.text
     o.done = true
     o.done_reason = r.doneReason
-    if (r.doneReason !== 'load' && r.doneReason !== 'unload') {
-      if (!this.chat && r.context !== null) o.context = r.context
-      o.total_duration = totalNs
-      o.load_duration = r.loadNs
-      o.prompt_eval_count = r.promptTokens
-      o.prompt_eval_duration = r.promptNs
-      o.eval_count = r.evalTokens
-      o.eval_duration = r.evalNs
-      // Not in Ollama (which only logs it): the start of the prompt was dropped to fit the context.
-      if (r.truncated) o.prompt_truncated = true
-    }
-    const body = JSON.stringify(o)
-    if (this.stream) {
-      if (!this.started) this.begin(res)
-      res.end(body + '\n')
-    } else {
-      sendJson(res, 200, body)
-    }
+    if (!this.chat && r.context !== null) o.context = r.context
+    o.total_duration = totalNs
+    o.load_duration = r.loadNs
+    o.prompt_eval_count = r.promptTokens
+    o.prompt_eval_duration = r.promptNs
+    o.eval_count = r.evalTokens
+    o.eval_duration = r.evalNs
+    // Not in Ollama (which only logs it): the start of the prompt was dropped to fit the context.
+    if (r.truncated) o.prompt_truncated = true
+    this.end(JSON.stringify(o))
+  }
+
+  /** Replies `done_reason` load/unload without generating (empty prompt or no messages). */
+  loaded (reason: 'load' | 'unload'): void {
+    const o: Record<string, unknown> = { model: this.model, created_at: nowIso() }
+    if (this.chat) o.message = { role: 'assistant', content: '' }
+    else o.response = ''
+    o.done = true
+    o.done_reason = reason
+    sendJson(this.res, 200, JSON.stringify(o))
   }
 
   /** An error: a normal JSON error before anything was sent, else a final NDJSON error line (status stays 200). */
-  fail (res: ServerResponse, status: number, message: string): void {
+  fail (e: ApiError): void {
+    const res = this.res
     if (res.writableEnded || res.destroyed) return
-    if (this.started) res.end(JSON.stringify({ error: message }) + '\n')
-    else sendError(res, status, message)
+    if (this.started) res.end(JSON.stringify({ error: e.message }) + '\n')
+    else sendError(res, 'ollama', e)
   }
 
-  private begin (res: ServerResponse): void {
+  private end (body: string): void {
+    if (this.stream) {
+      if (!this.started) this.begin()
+      this.res.end(body + '\n')
+    } else {
+      sendJson(this.res, 200, body)
+    }
+  }
+
+  private begin (): void {
     this.started = true
-    res.writeHead(200, { 'content-type': NDJSON })
+    this.res.writeHead(200, { 'content-type': NDJSON })
   }
-}
-
-export function sendJson (res: ServerResponse, status: number, body: string): void {
-  if (res.headersSent) {
-    res.end()
-    return
-  }
-  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) })
-  res.end(body)
-}
-
-export function sendError (res: ServerResponse, status: number, message: string): void {
-  sendJson(res, status, JSON.stringify({ error: message }))
-}
-
-export function sendText (res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) })
-  res.end(text)
 }

@@ -25,19 +25,19 @@ const MAX_DEPTH = 32
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 export type Schema = { [k: string]: Json }
 
-/** The cleaned schema, or an error message naming the offending keyword and where it is. */
-export function checkSchema (schema: Schema): { schema: Schema } | { error: string } {
+/** The cleaned schema, or an error message naming the offending keyword and where it is; `field`: where the schema came from. */
+export function checkSchema (schema: Schema, field = 'format'): { schema: Schema } | { error: string } {
   try {
     const defs = schema.$defs ?? schema.definitions
     const names = new Set(isObject(defs) ? Object.keys(defs) : [])
     return { schema: clean(schema, '$', 0, names) as Schema }
   } catch (e) {
-    return { error: (e as Error).message }
+    return { error: `invalid JSON schema in ${field} ${(e as Error).message}` }
   }
 }
 
 function fail (where: string, what: string): never {
-  throw new Error(`invalid JSON schema in format at ${where}: ${what}`)
+  throw new Error(`at ${where}: ${what}`)
 }
 
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v)

@@ -4,9 +4,10 @@
 // also carries the cancel message and the final result) or an unload.
 
 import type { MessagePort } from 'node:worker_threads'
+import { embed } from './embed.js'
 import { generate } from './generate.js'
 import { unload } from './model-host.js'
-import type { Done, Failed, JobSpec, RunnerConf, StatusError, ToTask, WorkerResult, WorkerTask } from './protocol.js'
+import type { Done, Failed, JobSpec, RunnerConf, StatusError, ToTask, WorkerResult, WorkerTask } from '../protocol.js'
 
 async function job (id: number, spec: JobSpec, conf: RunnerConf, port: MessagePort): Promise<Done | Failed> {
   const ac = new AbortController()
@@ -18,7 +19,7 @@ async function job (id: number, spec: JobSpec, conf: RunnerConf, port: MessagePo
   })
   let result: Done | Failed
   try {
-    result = { type: 'done', id, result: await generate(id, spec, conf, port, ac.signal) }
+    result = { type: 'done', id, result: spec.kind === 'embed' ? await embed(spec, conf, ac.signal) : await generate(id, spec, conf, port, ac.signal) }
   } catch (e) {
     const status = (e as Partial<StatusError>).status
     result = { type: 'failed', id, status: typeof status === 'number' ? status : 500, message: (e as Error).message }

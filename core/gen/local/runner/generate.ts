@@ -11,11 +11,11 @@ import type { MessagePort } from 'node:worker_threads'
 import { LlamaCompletion, type LlamaCompletionGenerationOptions, type Token } from 'node-llama-cpp'
 import { FormatBudget } from './format-budget.js'
 import { grammarFor } from './grammar.js'
-import { formatError } from '../errors.js'
+import { formatError } from '../../../errors.js'
 import { acquire, host, release, type Hosted } from './model-host.js'
 import { buildInput } from './prompt.js'
 import { PieceBuffer } from './pieces.js'
-import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from './protocol.js'
+import { statusError, type DoneReason, type JobResult, type JobSpec, type RunnerConf, type Sampling } from '../protocol.js'
 
 const now = (): bigint => process.hrtime.bigint()
 
@@ -35,7 +35,7 @@ export function samplingOptions (s: Sampling, contextSize: number): LlamaComplet
 }
 
 const empty = (doneReason: DoneReason, loadNs: number): JobResult =>
-  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null, truncated: false })
+  ({ doneReason, text: '', promptTokens: 0, evalTokens: 0, loadNs, promptNs: 0, evalNs: 0, context: null, truncated: false, embeddings: null })
 
 /** Ollama's deprecated `context` is client data: an id outside the vocabulary would fail inside llama.cpp's decode. */
 function checkContext (h: Hosted, job: JobSpec): void {
@@ -67,12 +67,12 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     if (input.cut && !job.truncate) {
       throw statusError(400, formatError('LB_ERR_GEN_PROMPT_TOO_LONG', { limit, why: conf.maxPromptTokens > 0 && conf.maxPromptTokens <= limit ? 'generation.max_prompt_tokens' : `num_ctx ${ctxSize}` }))
     }
-    const grammar = job.format === null ? undefined : await grammarFor(job.format)
+    const grammar = job.format === null ? undefined : await grammarFor(job.format, job.formatOptional)
     // Tokens the reply may use: num_predict, and what the context leaves after the prompt (+ BOS).
     const promptLen = input.tokens.length + 1
     const room = Math.max(1, ctxSize - promptLen)
     const budget = job.numPredict > 0 ? Math.min(job.numPredict, room) : room
-    const fmt = job.format === null ? null : new FormatBudget(job.format, h.model, budget)
+    const fmt = job.format === null ? null : new FormatBudget(job.format, h.model, budget, job.formatOptional)
     let text = ''
 
     let evalTokens = 0
@@ -108,7 +108,7 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     if (!job.stream) text = r.response
     // With a format, a reply cut by the budget (or a stop sequence) gets the shortest text that completes it.
     if (fmt !== null && job.format !== null && !cancelled) {
-      const closing = FormatBudget.close(job.format, text)
+      const closing = FormatBudget.close(job.format, text, job.formatOptional)
       if (closing !== '') {
         pieces?.push(closing)
         text += closing
@@ -126,6 +126,7 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
       evalNs: Number(end - firstAt),
       context: generated === null ? null : [...input.tokens, ...generated],
       truncated: input.cut,
+      embeddings: null,
     }
   } finally {
     pieces?.flush()

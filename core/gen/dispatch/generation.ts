@@ -1,0 +1,204 @@
+// Where a request for model M goes, whichever client API asked: the one code
+// path of /api/generate, /api/chat, /v1/completions and /v1/chat/completions.
+// It applies the limits both APIs share, finds the model (today only among
+// the local models: the catalog), turns the request into a job for the local
+// scheduler, and owns the request's life: time-out, client gone, runner
+// failure. What the client sees is written by the API's ReplyWriter.
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { ERRORS, formatError } from '../../errors.js'
+import type { Logger } from '../../log.js'
+import type { GenerationConf } from '../config.js'
+import type { JobResult, JobSpec, Sampling } from '../local/protocol.js'
+import type { JobSink, Scheduler } from '../local/scheduler.js'
+import type { ModelCatalog, ModelEntry } from '../models/catalog.js'
+import { contextLength } from '../models/gguf.js'
+import { parseOptions } from '../ollama/request.js'
+import { outcomeOf, type GenOutcome, type GenStats } from '../stats.js'
+import { type ApiError, type GenRequest, isApiError, type RequestOptions } from './request.js'
+
+export const BUSY_MESSAGE = 'server busy, please try again.  maximum pending requests exceeded'
+
+/** What serving a request needs; one per service. */
+export interface GenEnv {
+  conf: GenerationConf
+  catalog: ModelCatalog
+  scheduler: Scheduler
+  log: Logger
+  requests: GenStats['requests']
+}
+
+/** One request's reply in its API's wire shape (ollama/reply.ts, openai/reply.ts); each holds its response. */
+export interface ReplyWriter {
+  /** Consecutive streamed pieces of text; `ts` is the batch's arrival time. */
+  pieces (texts: readonly string[], ts: string): void
+  done (r: JobResult, totalNs: number): void
+  /** A loadOnly request ended: the model is loaded (or unloaded). */
+  loaded (reason: 'load' | 'unload'): void
+  /** A refusal or failure: the API's error body before anything was sent, its in-stream error after. */
+  fail (e: ApiError): void
+}
+
+/** The answer to a request for a model that no server has, in each API's words (OpenAI's code: model_not_found). */
+export const modelNotFound = (displayModel: string): ApiError =>
+  ({ status: 404, message: `model '${displayModel}' not found`, param: 'model', code: 'model_not_found' })
+
+// Ollama's defaults (api/types.go DefaultOptions) for what a request and the model leave unset.
+const DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9, minP: 0, repeatPenalty: 1.1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0 }
+
+/** The model's default options (an Ollama store's params layer) under the request's. */
+export function effectiveOptions (e: ModelEntry, r: RequestOptions): RequestOptions {
+  const fromModel = e.params === null ? {} : parseOptions(e.params)
+  return { ...(isApiError(fromModel) ? {} : fromModel), ...r }
+}
+
+/** Context window per sequence: the request's or the config's, capped by what the model was trained for. */
+export const numCtxOf = (conf: GenerationConf, want: number | undefined, modelCtx: number): number =>
+  Math.max(16, modelCtx > 0 ? Math.min(want ?? conf.numCtx, modelCtx) : (want ?? conf.numCtx))
+
+function buildJob (conf: GenerationConf, r: GenRequest, e: ModelEntry, modelCtx: number): JobSpec {
+  const o = effectiveOptions(e, r.options)
+  const seed = o.seed !== undefined && o.seed >= 0 ? o.seed : Math.floor(Math.random() * 2 ** 31)
+  const sampling: Sampling = {
+    temperature: o.temperature ?? DEFAULTS.temperature,
+    topK: o.topK ?? DEFAULTS.topK,
+    topP: o.topP ?? DEFAULTS.topP,
+    minP: o.minP ?? DEFAULTS.minP,
+    seed,
+    repeatPenalty: o.repeatPenalty ?? DEFAULTS.repeatPenalty,
+    repeatLastN: o.repeatLastN ?? DEFAULTS.repeatLastN,
+    presencePenalty: o.presencePenalty ?? DEFAULTS.presencePenalty,
+    frequencyPenalty: o.frequencyPenalty ?? DEFAULTS.frequencyPenalty,
+  }
+  return {
+    kind: r.loadOnly ? 'load' : r.endpoint,
+    model: r.model,
+    modelPath: e.path,
+    numCtx: numCtxOf(conf, o.numCtx, modelCtx),
+    stream: r.stream,
+    prompt: r.prompt,
+    system: r.system ?? e.system,
+    raw: r.raw,
+    context: r.context,
+    messages: r.messages,
+    format: r.format,
+    formatOptional: r.formatOptional,
+    sampling,
+    numPredict: o.numPredict !== undefined && o.numPredict > 0 ? o.numPredict : conf.maxNumPredict > 0 ? conf.maxNumPredict : -1,
+    stop: o.stop ?? [],
+    returnContext: r.endpoint === 'generate' && !r.raw,
+    truncate: r.truncate,
+    inputs: null,
+  }
+}
+
+/** The prompt bytes of a request: its texts, as max_prompt_bytes counts them. */
+function promptBytes (r: GenRequest): number {
+  let size = Buffer.byteLength(r.prompt) + (r.system === null ? 0 : Buffer.byteLength(r.system))
+  for (const m of r.messages ?? []) size += Buffer.byteLength(m.content)
+  return size
+}
+
+/** The bytes limit of the texts of a request (prompts, messages, texts to embed); null when within. */
+export function overPromptBytes (conf: GenerationConf, size: number): ApiError | null {
+  if (conf.maxPromptBytes <= 0 || size <= conf.maxPromptBytes) return null
+  return { status: ERRORS.LB_ERR_GEN_PROMPT_TOO_LARGE.status, message: formatError('LB_ERR_GEN_PROMPT_TOO_LARGE', { size, limit: conf.maxPromptBytes }), code: 'LB_ERR_GEN_PROMPT_TOO_LARGE' }
+}
+
+/**
+ * The per-request limits the API process can check before any model work: prompt bytes and
+ * num_predict (the token limit needs the tokenizer: the runner applies it, tokenizing only the end).
+ */
+function overLimit (conf: GenerationConf, r: GenRequest): ApiError | null {
+  const over = overPromptBytes(conf, promptBytes(r))
+  if (over !== null) return over
+  const n = r.options.numPredict
+  if (conf.maxNumPredict > 0 && n !== undefined && n > conf.maxNumPredict) {
+    return {
+      status: ERRORS.LB_ERR_GEN_NUM_PREDICT.status,
+      message: formatError('LB_ERR_GEN_NUM_PREDICT', { field: r.numPredictField, value: n, limit: conf.maxNumPredict }),
+      param: r.numPredictField,
+      code: 'LB_ERR_GEN_NUM_PREDICT',
+    }
+  }
+  return null
+}
+
+/**
+ * Submits `spec` and ties it to the client (its sink writes the reply): a client that goes away cancels it,
+ * request_timeout cancels it and `fail`s it with a 504. Returns 0 (the outcome is counted when the job ends) or the status
+ * of a refusal already written (503: the queue is full).
+ */
+export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, spec: JobSpec, keepAliveMs: number, sizeBytes: number,
+  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void): number {
+  let finished = false
+  let timer: NodeJS.Timeout | null = null
+  const end = (outcome: GenOutcome): void => {
+    finished = true
+    if (timer !== null) clearTimeout(timer)
+    env.requests[endpoint][outcome]++
+  }
+  const counted: JobSink = {
+    pieces: (texts, ts) => sink.pieces(texts, ts),
+    done: (result) => { end('ok'); sink.done(result) },
+    fail: (status, message) => { end(outcomeOf(status)); sink.fail(status, message) },
+  }
+  const id = env.scheduler.submit(spec, keepAliveMs, sizeBytes, counted)
+  if (id === 0) {
+    end('busy')
+    fail({ status: 503, message: BUSY_MESSAGE, code: 'server_busy' })
+    return 0
+  }
+  const gone = (): void => {
+    if (finished) return
+    end('cancelled')
+    env.scheduler.cancel(id)
+  }
+  res.on('close', gone)
+  // The client may have left while the body was read or the model looked up.
+  if (req.socket.destroyed) gone()
+  req.on('error', () => undefined)
+  const limit = env.conf.requestTimeoutMs
+  if (limit > 0) {
+    timer = setTimeout(() => {
+      if (finished) return
+      end('timeout')
+      env.scheduler.cancel(id, env.conf.cancelGraceMs)
+      fail({ status: ERRORS.LB_ERR_GEN_TIMEOUT.status, message: formatError('LB_ERR_GEN_TIMEOUT', { seconds: limit / 1000 }), code: 'LB_ERR_GEN_TIMEOUT' })
+    }, limit)
+  }
+  return 0
+}
+
+/** Serves a text request. Returns the status of an answer given at once (counted by the caller), else 0. */
+export async function generation (env: GenEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest | ApiError, writer: ReplyWriter): Promise<number> {
+  if (isApiError(r)) return refuse(writer, r)
+  const over = overLimit(env.conf, r)
+  if (over !== null) return refuse(writer, over)
+  const e = r.model === '' ? null : await env.catalog.lookup(r.model)
+  if (e === null) return refuse(writer, modelNotFound(r.displayModel))
+  const keepAliveMs = r.keepAliveMs ?? env.conf.keepAliveMs
+  if (r.loadOnly && keepAliveMs === 0) {
+    env.scheduler.unload(r.model)
+    writer.loaded('unload')
+    return 200
+  }
+  const info = await env.catalog.info(e).catch(() => null)
+  const spec = buildJob(env.conf, r, e, info === null ? 0 : contextLength(info))
+  const started = process.hrtime.bigint()
+  const sink: JobSink = {
+    pieces: (texts, ts) => writer.pieces(texts, ts),
+    done (result: JobResult) {
+      if (result.truncated) env.log.warn('truncating input prompt', { model: r.model, kept: result.promptTokens })
+      if (spec.kind === 'load') writer.loaded('load')
+      else writer.done(result, Number(process.hrtime.bigint() - started))
+    },
+    fail: (status, message) => writer.fail({ status, message }),
+  }
+  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x))
+}
+
+function refuse (writer: ReplyWriter, e: ApiError): number {
+  writer.fail(e)
+  return e.status
+}

@@ -1,0 +1,27 @@
+// Whole answers of the generation API (not streams): JSON, text, and errors in
+// the shape of the API the route speaks (core/api-errors.ts decides it).
+
+import type { ServerResponse } from 'node:http'
+import { type ApiShape, errorBody, JSON_CONTENT_TYPE } from '../../api-errors.js'
+import type { ApiError } from '../dispatch/request.js'
+
+export function sendJson (res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) {
+    res.end()
+    return
+  }
+  res.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+export function sendText (res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
+/** An error answer in the route's API shape (nothing may have been sent yet). */
+export function sendError (res: ServerResponse, api: ApiShape, e: ApiError): void {
+  const body = errorBody(api, e.status, e.message, e)
+  if (api === 'text') sendText(res, e.status, body)
+  else sendJson(res, e.status, body)
+}

@@ -1,0 +1,185 @@
+// The HTTP surface of both client APIs: one route table (method, path, the
+// API it speaks, handler). A handler turns its API's body into a request
+// (ollama/, openai/), hands it to the one code path that serves it
+// (dispatch/), with the writer that puts the result in its API's shape.
+// Every refusal here (unknown path, body too large, bad JSON) is in the
+// route's API shape too: OpenAI's error body under /v1/, Ollama's elsewhere.
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { apiOfPath, type ApiShape } from '../../api-errors.js'
+import { embedding } from '../dispatch/embedding.js'
+import { type GenEnv, generation, modelNotFound } from '../dispatch/generation.js'
+import type { ApiError } from '../dispatch/request.js'
+import { parseModelName } from '../models/names.js'
+import { ollamaEmbedWriter } from '../ollama/embed.js'
+import { OLLAMA_VERSION, ps, show, tags } from '../ollama/info.js'
+import { OllamaWriter } from '../ollama/reply.js'
+import { isApiError, parseChat, parseEmbed, parseGenerate } from '../ollama/request.js'
+import { openaiEmbedWriter, parseEmbeddings } from '../openai/embeddings.js'
+import { modelList, modelObject } from '../openai/models.js'
+import { OpenAiWriter } from '../openai/reply.js'
+import { parseChatCompletion, parseCompletion } from '../openai/request.js'
+import { outcomeOf, type GenEndpoint, type GenOutcome } from '../stats.js'
+import { sendError, sendJson, sendText } from './respond.js'
+
+const MAX_BODY = 16 << 20
+
+/** Returns the status answered at once (counted by the caller), or 0 when the request counts its own end. */
+type Handler = (env: GenEnv, req: IncomingMessage, res: ServerResponse, body: unknown, param: string) => Promise<number>
+interface Route {
+  method: 'GET' | 'POST'
+  /** The path, or its start when `prefix` (the rest is the route's parameter, e.g. a model id). */
+  path: string
+  prefix: boolean
+  api: 'ollama' | 'openai'
+  endpoint: GenEndpoint
+  body: boolean
+  handler: Handler
+}
+
+const json = (res: ServerResponse, status: number, o: unknown): number => {
+  sendJson(res, status, JSON.stringify(o))
+  return status
+}
+const fail = (res: ServerResponse, api: ApiShape, e: ApiError): number => {
+  sendError(res, api, e)
+  return e.status
+}
+const text = (t: string): Handler => async (_e, _q, res) => { sendText(res, 200, t); return 200 }
+
+async function showHandler (env: GenEnv, _q: IncomingMessage, res: ServerResponse, body: unknown): Promise<number> {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>
+  const raw = typeof b.model === 'string' ? b.model : typeof b.name === 'string' ? b.name : ''
+  if (raw === '') return fail(res, 'ollama', { status: 400, message: 'model is required' })
+  const name = parseModelName(raw)
+  const e = name === null ? null : await env.catalog.lookup(name)
+  if (e === null) return fail(res, 'ollama', modelNotFound(raw))
+  return json(res, 200, await show(env.catalog, e))
+}
+
+async function retrieveModel (env: GenEnv, _q: IncomingMessage, res: ServerResponse, _b: unknown, id: string): Promise<number> {
+  let raw: string
+  try { raw = decodeURIComponent(id) } catch { raw = id }
+  const name = parseModelName(raw)
+  const e = name === null ? null : await env.catalog.lookup(name)
+  if (e === null) return fail(res, 'openai', { ...modelNotFound(raw), message: `The model '${raw}' does not exist` })
+  return json(res, 200, modelObject(e))
+}
+
+const route = (method: Route['method'], path: string, endpoint: GenEndpoint, handler: Handler, prefix = false): Route =>
+  ({ method, path, prefix, api: apiOfPath(path), endpoint, body: method === 'POST', handler })
+
+export const ROUTES: readonly Route[] = [
+  route('GET', '/', 'other', text('Ollama is running')),
+  route('GET', '/health', 'other', text('ok')),
+  route('GET', '/api/health', 'other', text('ok')),
+  route('GET', '/api/version', 'version', async (_e, _q, res) => json(res, 200, { version: OLLAMA_VERSION })),
+  route('GET', '/api/tags', 'tags', async (env, _q, res) => json(res, 200, await tags(env.catalog))),
+  route('GET', '/api/ps', 'ps', async (env, _q, res) => json(res, 200, await ps(env.catalog, env.scheduler.loaded()))),
+  route('POST', '/api/show', 'show', showHandler),
+  route('POST', '/api/generate', 'generate', (env, q, res, b) => {
+    const r = parseGenerate(b)
+    return generation(env, q, res, r, new OllamaWriter(res, false, !isApiError(r) && r.stream, isApiError(r) ? '' : r.displayModel))
+  }),
+  route('POST', '/api/chat', 'chat', (env, q, res, b) => {
+    const r = parseChat(b)
+    return generation(env, q, res, r, new OllamaWriter(res, true, !isApiError(r) && r.stream, isApiError(r) ? '' : r.displayModel))
+  }),
+  route('POST', '/api/embed', 'embed', (env, q, res, b) => {
+    const r = parseEmbed(b, false)
+    return embedding(env, q, res, r, ollamaEmbedWriter(res, isApiError(r) ? '' : r.displayModel, false))
+  }),
+  route('POST', '/api/embeddings', 'embed', (env, q, res, b) => embedding(env, q, res, parseEmbed(b, true), ollamaEmbedWriter(res, '', true))),
+  route('GET', '/v1/models', 'tags', async (env, _q, res) => json(res, 200, modelList(await env.catalog.list()))),
+  route('GET', '/v1/models/', 'show', retrieveModel, true),
+  route('POST', '/v1/chat/completions', 'chat', (env, q, res, b) => {
+    const r = parseChatCompletion(b)
+    if (isApiError(r)) return Promise.resolve(fail(res, 'openai', r))
+    return generation(env, q, res, r.gen, new OpenAiWriter(res, true, r))
+  }),
+  route('POST', '/v1/completions', 'generate', (env, q, res, b) => {
+    const r = parseCompletion(b)
+    if (isApiError(r)) return Promise.resolve(fail(res, 'openai', r))
+    return generation(env, q, res, r.gen, new OpenAiWriter(res, false, r))
+  }),
+  route('POST', '/v1/embeddings', 'embed', (env, q, res, b) => {
+    const r = parseEmbeddings(b)
+    if (isApiError(r)) return Promise.resolve(fail(res, 'openai', r))
+    return embedding(env, q, res, r.embed, openaiEmbedWriter(res, r))
+  }),
+]
+
+/** Reads a JSON body; returns the value or an error already answered (as a status; 499: the client left). */
+function readBody (req: IncomingMessage, res: ServerResponse, api: ApiShape): Promise<{ value: unknown } | number> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size > MAX_BODY) {
+        req.removeAllListeners('data')
+        req.resume()
+        resolve(fail(res, api, { status: 413, message: `request body larger than ${MAX_BODY} bytes` }))
+      } else {
+        chunks.push(c)
+      }
+    })
+    req.on('error', () => resolve(499))
+    req.on('end', () => {
+      if (size > MAX_BODY) return
+      if (size === 0) return resolve(fail(res, api, { status: 400, message: 'missing request body' }))
+      try {
+        resolve({ value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) })
+      } catch (e) {
+        resolve(fail(res, api, { status: 400, message: `invalid JSON: ${(e as Error).message}` }))
+      }
+    })
+  })
+}
+
+/** The route of a request, or why there is none (a known path with another method: 405). */
+function find (method: string, path: string): Route | 404 | 405 {
+  let known = false
+  for (const r of ROUTES) {
+    if (r.prefix ? !(path.startsWith(r.path) && path.length > r.path.length) : r.path !== path) continue
+    known = true
+    if (r.method === method) return r
+  }
+  return known ? 405 : 404
+}
+
+export function createHandler (env: GenEnv): (req: IncomingMessage, res: ServerResponse) => void {
+  const count = (endpoint: GenEndpoint, outcome: GenOutcome): void => { env.requests[endpoint][outcome]++ }
+  return (req, res) => {
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const path = q < 0 ? url : url.slice(0, q)
+    const r = find(req.method === 'HEAD' ? 'GET' : req.method ?? '', path)
+    if (typeof r === 'number') {
+      req.resume()
+      // Ollama's router answers in text (gin); OpenAI's API in its error body
+      if (apiOfPath(path) === 'openai') fail(res, 'openai', { status: r, message: r === 405 ? `method ${req.method ?? ''} not allowed for ${path}` : `invalid URL (${req.method ?? ''} ${path})` })
+      else sendText(res, r, r === 405 ? '405 method not allowed' : '404 page not found')
+      count('other', 'client_error')
+      return
+    }
+    void (async () => {
+      let body: unknown = null
+      if (r.body) {
+        const b = await readBody(req, res, r.api)
+        if (typeof b === 'number') return count(r.endpoint, b === 499 ? 'cancelled' : outcomeOf(b))
+        body = b.value
+      } else {
+        req.resume()
+      }
+      const status = await r.handler(env, req, res, body, r.prefix ? path.slice(r.path.length) : '')
+      // a job counts its own outcome when it ends (status 0)
+      if (status !== 0) count(r.endpoint, status === 499 ? 'cancelled' : outcomeOf(status))
+    })().catch((e: Error) => {
+      env.log.error('generation API handler failed', { path, err: e.message })
+      if (!res.headersSent) sendError(res, r.api, { status: 500, message: `internal error: ${e.message}` })
+      else res.destroy()
+      count(r.endpoint, 'error')
+    })
+  }
+}
