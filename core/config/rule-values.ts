@@ -16,13 +16,14 @@ export class ValueError extends Error {
   }
 }
 
-const V2_PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)(?::((?:[^{}]|\{[^{}]*\})*))?\}/g
+/** Traefik v2's `{name}` or `{name:regexp}` variable in a host or path value (v3 takes the regexp itself) */
+const V2_VARIABLE = /\{([A-Za-z_][A-Za-z0-9_]*)(?::((?:[^{}]|\{[^{}]*\})*))?\}/
 
-/** Traefik v2's `{name:regexp}` placeholders turned into the v3 regexp: "{sub:[a-z]+}.example.com" → "^[a-z]+\.example\.com$". */
+/** A value with Traefik v2 variables turned into the v3 regexp: "{sub:[a-z]+}.example.com" → "^[a-z]+\.example\.com$". */
 function v3Form (v: string, kind: 'host' | 'path'): string {
   let out = ''
   let last = 0
-  for (const m of v.matchAll(new RegExp(V2_PLACEHOLDER.source, 'g'))) {
+  for (const m of v.matchAll(new RegExp(V2_VARIABLE, 'g'))) {
     out += v.slice(last, m.index).replace(/[.*+?^$()[\]{}|\\]/g, '\\$&')
     out += m[2] ?? (kind === 'host' ? '[^.]+' : '[^/]+')
     last = m.index + m[0].length
@@ -31,8 +32,7 @@ function v3Form (v: string, kind: 'host' | 'path'): string {
 }
 
 function refuseV2 (v: string, arg: number, kind: 'host' | 'path', matcher: string): void {
-  V2_PLACEHOLDER.lastIndex = 0
-  const m = V2_PLACEHOLDER.exec(v)
+  const m = V2_VARIABLE.exec(v)
   if (m === null) return
   throw new ValueError(`${m[0]} is Traefik v2 syntax; Traefik v3 takes the regexp itself: ${matcher}(\`${v3Form(v, kind)}\`)`, arg, m.index)
 }
@@ -66,7 +66,7 @@ export function checkHostValue (h: string, arg: number): string {
   return name
 }
 
-/** A regexp of HostRegexp or PathRegexp: refuses Traefik v2 placeholders, saying the v3 form. */
+/** A regexp of HostRegexp or PathRegexp: refuses Traefik v2 variables, saying the v3 form. */
 export function checkRegexpValue (v: string, arg: number, kind: 'host' | 'path'): string {
   if (kind === 'host') {
     const bad = firstNonAscii(v)
