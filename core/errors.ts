@@ -29,17 +29,17 @@ export const ERRORS = {
   LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
   LB_ERR_BAD_REQUEST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_HEAD_TOO_LARGE: { status: 431, message: 'request head of {bytes} bytes is larger than limits.max_header_bytes ({limit} bytes)' },
-  // request headers refused before routing (core/worker/request-check.ts); each answer closes the connection
+  // request headers refused before routing (core/worker/request/request-check.ts); each answer closes the connection
   LB_ERR_CONTENT_LENGTH: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_DUPLICATE_HEADER: { status: 400, message: 'bad request: more than one {name} header' },
   LB_ERR_HEADER_CHAR: { status: 400, message: 'bad request: control character {char} in the value of header {name}' },
   LB_ERR_METHOD_NOT_IMPLEMENTED: { status: 501, message: 'not implemented: method {method} (lb forwards neither CONNECT tunnels nor TRACE)' },
   LB_ERR_TRANSFER_ENCODING: { status: 501, message: 'not implemented: Transfer-Encoding {value} (only a single "chunked" is)' },
-  // request path and Host, decided before routing (core/worker/request-path.ts, request-host.ts)
+  // request path and Host, decided before routing (core/worker/request/request-path.ts, request-host.ts)
   LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
   LB_ERR_BAD_HOST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
-  // what llhttp refuses on a node engine entry point before there is a request (core/worker/node-engine.ts)
+  // what llhttp refuses on a node engine entry point before there is a request (core/worker/transport/node-engine.ts)
   LB_ERR_HEADER_TIMEOUT: { status: 408, message: 'request time-out: no complete request head within timeouts.header = {timeout}' },
   LB_ERR_SHUTDOWN: { status: 503, message: 'lb is stopping: the request did not finish within global.drain_timeout' },
   LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}: {why}' },

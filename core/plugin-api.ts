@@ -15,7 +15,7 @@ export { type ErrorCode, formatError } from './errors.js'
 export { CLOCK_MS, now } from './clock.js'
 export type { Logger } from './log.js'
 export type { Shm } from './shm/layout.js'
-export type { Ctx, Reply } from './worker/context.js'
+export type { Ctx, Reply } from './worker/request/context.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
 export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
 // the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window

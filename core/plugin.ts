@@ -12,7 +12,7 @@ import type { Transform } from 'node:stream'
 import type { Checker, Table } from './config/check.js'
 import type { Logger } from './log.js'
 import type { Shm } from './shm/layout.js'
-import type { Ctx } from './worker/context.js'
+import type { Ctx } from './worker/request/context.js'
 
 /**
  * The plugin-API version of this lb: its major number changes when a change to

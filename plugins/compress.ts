@@ -1,5 +1,5 @@
 // compress: gzip or brotli response bodies (node:zlib), streamed through the
-// proxy's body transform (core/worker/proxy.ts) with backpressure both ways.
+// proxy's body transform (core/worker/proxy/proxy.ts) with backpressure both ways.
 // As Traefik's compress middleware: only bodies of at least
 // `min_response_body_bytes` (default 1024, the seed's), only when the client's
 // Accept-Encoding allows an encoding (q-values honoured; ties go to the order

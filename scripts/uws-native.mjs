@@ -8,7 +8,7 @@
 //                                     version need marked weak (one flag bit)
 //   native/build/<version>/libisoc23.so  native/isoc23-shim.c built with cc
 //
-// core/worker/http.ts loads the shim RTLD_GLOBAL, then that copy with RTLD_NOW.
+// core/worker/transport/http.ts loads the shim RTLD_GLOBAL, then that copy with RTLD_NOW.
 // Nothing outside lb's folder is written; the package's own files are never
 // changed. Idempotent: a copy whose sha256 is already the recorded one is kept.
 // With glibc 2.38 or newer, macOS or Windows the package's binary loads as it

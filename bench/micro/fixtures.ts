@@ -4,7 +4,7 @@ import { parseConfig } from '../../core/configure.js'
 import { createLogger } from '../../core/log.js'
 import type { Hooks } from '../../core/plugin.js'
 import { type Shm, createShm } from '../../core/shm/layout.js'
-import { Ctx } from '../../core/worker/context.js'
+import { Ctx } from '../../core/worker/request/context.js'
 import { PLUGINS } from '../../plugins/index.js'
 
 export const shm: Shm = createShm(2)

@@ -3,7 +3,7 @@
 // the upstream connection feeds them) and building the request head sent
 // upstream. Inputs are what the benchmark backend (nginx) and a browser send.
 import { ResponseParser, type ResponseSink } from '../../core/upstream/response-parser.js'
-import { forwardHead } from '../../core/worker/forward-head.js'
+import { forwardHead } from '../../core/worker/proxy/forward-head.js'
 import { browserCtx } from './fixtures.js'
 import { type Result, isMain, runSuite } from './harness.js'
 

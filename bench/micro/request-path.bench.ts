@@ -1,14 +1,14 @@
 // Per-request cost of deciding the path and the Host (DataPlane.handle, before
 // routing): the fast scan of an already normal path, normalisation of one that
 // needs work, and the Host check of a repeated and of a new valid value.
-import { DEFAULT_POLICY, normalizePath } from '../../core/worker/request-path.js'
-import { checkHost } from '../../core/worker/request-host.js'
+import { DEFAULT_POLICY, normalizePath } from '../../core/worker/request/request-path.js'
+import { checkHost } from '../../core/worker/request/request-host.js'
 import { browserCtx } from './fixtures.js'
 import { type Result, isMain, runSuite } from './harness.js'
 
 export async function run (): Promise<Result[]> {
   const plain = '/static/js/app.3f9c2b.js'
-  const long = '/api/v1/projects/4711/repositories/lb/commits/d021014/files/core/worker/request-path.ts'
+  const long = '/api/v1/projects/4711/repositories/lb/commits/d021014/files/core/worker/request/request-path.ts'
   const work = '/static/./js//%61pp.3f9c2b.js'
   const attack = '/x/../%70rivate/%2e/secret.txt'
   const ctx = browserCtx()

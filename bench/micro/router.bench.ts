@@ -1,7 +1,7 @@
 // Per-request cost of routing: matchRoute over the seed's routers (status,
 // api, web) plus two host routers, for requests that end on each of them.
 import { parseConfig } from '../../core/configure.js'
-import { compileRoutes, matchRoute } from '../../core/worker/router.js'
+import { compileRoutes, matchRoute } from '../../core/worker/request/router.js'
 import { browserCtx } from './fixtures.js'
 import { type Result, isMain, runSuite } from './harness.js'
 

@@ -7,8 +7,8 @@
 // `node dist/bench/micro/rules.bench.js`
 import { PerformanceObserver } from 'node:perf_hooks'
 import { parseConfig } from '../../core/configure.js'
-import type { Ctx } from '../../core/worker/context.js'
-import { compileRoutes, matchRoute } from '../../core/worker/router.js'
+import type { Ctx } from '../../core/worker/request/context.js'
+import { compileRoutes, matchRoute } from '../../core/worker/request/router.js'
 import { browserCtx } from './fixtures.js'
 import { type Result, isMain, runSuite } from './harness.js'
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { startClock } from '../../core/clock.js'
 import { createLogger } from '../../core/log.js'
 import type { ResponseHead } from '../../core/plugin.js'
-import { compileChain, runRequestHooks, runResponseHooks } from '../../core/worker/chain.js'
+import { compileChain, runRequestHooks, runResponseHooks } from '../../core/worker/request/chain.js'
 import { ADDRESSES, browserCtx, middlewares, resetCtx } from './fixtures.js'
 import { type Result, isMain, runSuite } from './harness.js'
 

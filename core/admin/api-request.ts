@@ -2,7 +2,7 @@
 // checks the Data Plane API's swagger layer makes (unknown parameters, the
 // version/transaction pair, types) and the JSON body. Every refusal is an
 // ApiError answered as {code, message}.
-import { ApiError } from './config-store.js'
+import { ApiError } from './config-api/config-store.js'
 import type { Request } from './http-server.js'
 
 /** query parameters every write takes (the Data Plane API's version/transaction pair, and force_reload) */

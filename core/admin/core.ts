@@ -6,7 +6,7 @@ import type { SlotRegistry } from '../control/slots.js'
 import type { Logger } from '../log.js'
 import type { PluginStatus } from '../plugin.js'
 import type { Shm } from '../shm/layout.js'
-import type { ConfigStore } from './config-store.js'
+import type { ConfigStore } from './config-api/config-store.js'
 import type { CertificateStatus, OrderCounts } from '../acme/manager.js'
 import type { ClusterView } from '../cluster/status.js'
 

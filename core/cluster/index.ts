@@ -19,7 +19,7 @@ export class Cluster {
   readonly #i32: Int32Array
   readonly #membership: Membership
   readonly #rates: RateSync
-  /** the config API's state shared by the nodes (core/admin/config-store.ts uses it) */
+  /** the config API's state shared by the nodes (core/admin/config-api/config-store.ts uses it) */
   readonly config: SharedConfig
 
   private constructor (conf: ClusterConf, redis: Redis, i32: Int32Array, health: RedisHealth, config: SharedConfig) {

@@ -4,7 +4,7 @@
 // (CONFIG_CAS), so the same version written on two nodes succeeds once; each
 // write is announced on a channel, and every node also reads the hash every
 // CONFIG_POLL_MS, so a missed message (or a Redis restart) heals by itself.
-// ConfigStore (core/admin/config-store.ts) keeps the local copy on disk and
+// ConfigStore (core/admin/config-api/config-store.ts) keeps the local copy on disk and
 // applies what this brings.
 import type { ClusterConf } from '../config/cluster.js'
 import type { RedisHealth } from './health.js'

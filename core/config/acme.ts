@@ -7,7 +7,7 @@
 // Challenges: http-01 on a named http entry point, or tls-alpn-01 (RFC 8737)
 // on a named https entry point. uWebSockets.js 20.57 negotiates no ALPN, so an
 // https entry point that a tls_challenge names is terminated in node:tls
-// (core/worker/tls-alpn.ts, tls-terminator.ts) like an mTLS one.
+// (core/worker/tls/tls-alpn.ts, tls-terminator.ts) like an mTLS one.
 import { readFileSync } from 'node:fs'
 import { type Checker, join, resolvePath } from './check.js'
 import { DEFAULTS } from './defaults.js'
@@ -45,7 +45,7 @@ export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[])
 
 /**
  * Whether node:tls in worker 0 runs this entry point's handshakes (mTLS, tls-alpn-01) rather than uWS in every worker.
- * Never for the node engine: its node:https server does both itself (core/worker/node-engine.ts).
+ * Never for the node engine: its node:https server does both itself (core/worker/transport/node-engine.ts).
  */
 export function isTerminated (ep: EntryPointConf, challengeEntrypoints: ReadonlySet<string>): boolean {
   return ep.protocol === 'https' && ep.engine !== 'node' && (ep.tls!.ca !== '' || challengeEntrypoints.has(ep.name))

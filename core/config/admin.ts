@@ -19,7 +19,7 @@ export interface AdminConf extends Credentials, HostPort {
   readonly enabled: boolean
   /** absolute path of the config API's state file */
   readonly stateFile: string
-  /** config API transactions in progress at once (core/admin/transactions.ts) */
+  /** config API transactions in progress at once (core/admin/config-api/transactions.ts) */
   readonly maxOpenTransactions: number
   /** changes one transaction may stage */
   readonly maxTransactionChanges: number

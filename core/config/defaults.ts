@@ -35,7 +35,7 @@ export const DEFAULTS = {
   service: {
     balance: 'roundrobin',
     keepalive: 32, // idle upstream connections kept per server per worker
-    retries: 1, // a request that fails before any response byte is tried once more on another server (see core/worker/proxy.ts)
+    retries: 1, // a request that fails before any response byte is tried once more on another server (see core/worker/proxy/proxy.ts)
     retryTimeoutMs: 0, // no limit on when the last retry may start (nginx proxy_next_upstream_timeout 0)
   },
   server: {
@@ -67,7 +67,7 @@ export const DEFAULTS = {
     ciphers: 'ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:' +
       'ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
   },
-  // request paths of http/https entry points (core/worker/request-path.ts)
+  // request paths of http/https entry points (core/worker/request/request-path.ts)
   requestPath: {
     mergeSlashes: true, // "//" → "/" before routing (nginx merge_slashes on)
     // each ambiguous escape is refused (400) unless its option allows it (Traefik v3 encodedCharacters)

@@ -49,7 +49,7 @@ export interface ConfigSections {
   readonly loadPlugins: (types: Iterable<string>, baseDir: string, pluginsDir: string) => Promise<void>
 }
 
-/** Changes the parsed TOML before validation (the config API's state overlay, core/admin/state.ts). */
+/** Changes the parsed TOML before validation (the config API's state overlay, core/admin/config-api/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
 const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster']

@@ -1,7 +1,7 @@
 // A rule's regexp (regexp-syntax.ts) compiled at config load into a
 // deterministic automaton: Thompson's NFA, then the subset construction over
 // the classes of characters the pattern tells apart. Matching
-// (core/worker/rule-match.ts) is then one table step per character: linear in
+// (core/worker/request/rule-match.ts) is then one table step per character: linear in
 // the input whatever the pattern, so no request can make routing backtrack,
 // and no allocation. The price is paid here, once: a pattern whose automaton
 // would exceed MAX_STATES states (counted repetitions such as `(a|b)*a(a|b){20}`

@@ -1,6 +1,6 @@
 // The values of a rule's matchers, checked at load (rule.ts): what Traefik v3
 // refuses, and what could never match in lb because request paths and hosts
-// are normalised before routing (core/worker/request-path.ts, request-host.ts).
+// are normalised before routing (core/worker/request/request-path.ts, request-host.ts).
 import { isIPv6 } from 'node:net'
 import { parseCidr } from '../net/ip.js'
 import { HEADER_NAME } from './check.js'
@@ -82,7 +82,7 @@ const UNRESERVED = /[A-Za-z0-9\-._~]/
 
 /**
  * A Path() or PathPrefix() value. It is compared with the path routing sees
- * (core/worker/rule-match.ts): lb's normalised path with the escapes that are
+ * (core/worker/request/rule-match.ts): lb's normalised path with the escapes that are
  * not reserved characters decoded, as Traefik's routing path. Percent escapes
  * in the value get upper-case hex (lb's normal form); a value that could never
  * match a normalised path is refused.

@@ -7,7 +7,7 @@
 //
 // The result is plain data (regexps as DFA tables, regexp-dfa.ts), frozen with
 // the config and sent to the workers, which turn it into closures
-// (core/worker/router.ts) without compiling anything again.
+// (core/worker/request/router.ts) without compiling anything again.
 import { type Dfa, compileRegexp } from './regexp-dfa.js'
 import { ReSyntaxError } from './regexp-syntax.js'
 import { ValueError, checkClientIp, checkHeaderName, checkHostValue, checkPathValue, checkRegexpValue } from './rule-values.js'

@@ -46,17 +46,17 @@ export interface TimeoutsConf {
 
 export interface LimitsConf extends CapacityLimits {
   readonly maxBodyBytes: number
-  /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/http.ts) */
+  /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/transport/http.ts) */
   readonly maxHeaderBytes: number
 }
 
 /** bounds of limits.max_header_bytes: uWS's default and a head no client sends (uWS keeps a partial head in memory) */
 export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
 
-/** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/tcp-proxy.ts) */
+/** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/proxy/tcp-proxy.ts) */
 export const PROTOCOLS = ['http', 'https', 'tcp'] as const
 export type Protocol = typeof PROTOCOLS[number]
-/** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/node-engine.ts) */
+/** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/transport/node-engine.ts) */
 export const ENGINES = ['uws', 'node'] as const
 export type Engine = typeof ENGINES[number]
 export interface EntryPointConf {

@@ -1,5 +1,5 @@
 // PROXY protocol version 2 header (haproxy.org/download/2.9/doc/proxy-protocol.txt),
-// PROXY command over TCP. The mTLS terminator (core/worker/tls-terminator.ts)
+// PROXY command over TCP. The mTLS terminator (core/worker/tls/tls-terminator.ts)
 // sends it first on each connection it hands to a worker, so that worker's uWS
 // app (which parses it: getProxiedRemoteAddress) knows the real client address.
 import { isMappedV4, parseIp } from './ip.js'

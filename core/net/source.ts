@@ -7,7 +7,7 @@
 // so a client cannot spoof its way out of a limit: a forged entry is only
 // reached through `depth` trusted hops.
 import { type Checker, type Table, join } from '../config/check.js'
-import type { Ctx } from '../worker/context.js'
+import type { Ctx } from '../worker/request/context.js'
 import { type Cidr, allowList, canonicalIp, parseCidr, parseIp } from './ip.js'
 
 export interface SourceConf {

@@ -10,7 +10,7 @@ import { ResponseParser, type ResponseSink } from './response-parser.js'
 
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024)
 
-/** The request side of one request/response over a connection (core/worker/proxy.ts). */
+/** The request side of one request/response over a connection (core/worker/proxy/proxy.ts). */
 export interface Exchange extends ResponseSink {
   /** the connection is ready for this exchange's request */
   onConnected (conn: UpstreamConnection): void

@@ -3,7 +3,7 @@
 // flush, so lines from different workers never interleave mid-line. Health
 // probes are not logged (the caller skips them).
 import { closeSync, openSync, writeSync } from 'node:fs'
-import type { Ctx } from './context.js'
+import type { Ctx } from './request/context.js'
 
 const FLUSH_MS = 100
 

@@ -10,9 +10,9 @@ import type { Stripe } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
 import type { Balancer } from '../upstream/balance.js'
 import type { ServerPool } from '../upstream/pool.js'
-import type { Chain } from './chain.js'
-import type { ClientResponse } from './client.js'
-import type { Ctx } from './context.js'
+import type { Chain } from './request/chain.js'
+import type { ClientResponse } from './transport/client.js'
+import type { Ctx } from './request/context.js'
 
 export interface ServerRuntime {
   readonly conf: ServiceConf['servers'][number]

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { backends, json, startAdminLb } from './util.js'
-import { goDuration } from '../../core/admin/traefik-view.js'
+import { goDuration } from '../../core/admin/traefik/traefik-view.js'
 
 test('Go durations', () => {
   assert.deepEqual([0, 5, 500, 1000, 1500, 50_000, 60_000, 90_000, 3_600_000, 3_723_000].map(goDuration),

@@ -3,7 +3,7 @@
 // a middleware holds may appear there, whatever the option is called.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { middlewareOptions } from '../../core/admin/traefik-view.js'
+import { middlewareOptions } from '../../core/admin/traefik/traefik-view.js'
 import type { MiddlewareConf } from '../../core/config/dynamic.js'
 
 const view = (type: string, conf: Record<string, unknown>): string =>

@@ -9,7 +9,7 @@ import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
 import { count, getMany, reloadApplied, simpleConfig, waitFor } from '../helpers.js'
-import { COMMANDS } from '../../core/admin/commands.js'
+import { COMMANDS } from '../../core/admin/runtime/commands.js'
 import { backends, golden, json, normalize, requireTool, send, sock, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {

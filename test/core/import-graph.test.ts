@@ -108,9 +108,9 @@ test('import graph: every built-in plugin imports lb/plugin, which resolves to c
   assert.equal(pkg.exports['./plugin']?.types, './dist/core/plugin-api.d.ts')
 })
 
-test('import graph: core/worker/http.ts is the only module that imports uWebSockets.js, types included', () => {
+test('import graph: core/worker/transport/http.ts is the only module that imports uWebSockets.js, types included', () => {
   const users = [...graph()].filter(([, tos]) => tos.has('uWebSockets.js')).map(([mod]) => mod)
-  assert.deepEqual([...new Set(users)], ['core/worker/http'])
+  assert.deepEqual([...new Set(users)], ['core/worker/transport/http'])
 })
 
 /** Past this, a file holds more than one concept: split it by concept (docs/architecture.md). */

@@ -1,10 +1,10 @@
-// Host validation (core/worker/request-host.ts) on its own: RFC 9112 §3.2 and
+// Host validation (core/worker/request/request-host.ts) on its own: RFC 9112 §3.2 and
 // the RFC 3986 host syntax, and the trailing dot of a fully qualified name.
 import { strict as assert } from 'node:assert'
 import { describe, test } from 'node:test'
 import { parseRule } from '../../core/config/rule.js'
-import { Ctx } from '../../core/worker/context.js'
-import { checkHost, hostProblem } from '../../core/worker/request-host.js'
+import { Ctx } from '../../core/worker/request/context.js'
+import { checkHost, hostProblem } from '../../core/worker/request/request-host.js'
 
 function ctxWith (...hosts: string[]): Ctx {
   const ctx = new Ctx()

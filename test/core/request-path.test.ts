@@ -1,10 +1,10 @@
-// The request-path normaliser (core/worker/request-path.ts) on its own: RFC 3986
+// The request-path normaliser (core/worker/request/request-path.ts) on its own: RFC 3986
 // §6.2.2 normalisation, the refused characters and escapes, and each option.
 import { strict as assert } from 'node:assert'
 import { describe, test } from 'node:test'
 import { ENCODED_CHARACTER_KEYS, type EncodedCharactersConf } from '../../core/config/static.js'
 import { parseConfig } from '../../core/configure.js'
-import { DEFAULT_POLICY, PathRefused, compilePathPolicy, isNormalPath, normalizePath } from '../../core/worker/request-path.js'
+import { DEFAULT_POLICY, PathRefused, compilePathPolicy, isNormalPath, normalizePath } from '../../core/worker/request/request-path.js'
 
 const NO_ESCAPES: EncodedCharactersConf = { slash: false, backSlash: false, nullCharacter: false, semicolon: false, percent: false, questionMark: false, hash: false }
 

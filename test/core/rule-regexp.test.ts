@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { compileRegexp } from '../../core/config/regexp-dfa.js'
-import { compareDecoded, queryHas, searchDecoded, searchRaw } from '../../core/worker/rule-match.js'
+import { compareDecoded, queryHas, searchDecoded, searchRaw } from '../../core/worker/request/rule-match.js'
 
 /** mulberry32: the same inputs on every run */
 function rng (seed: number): () => number {

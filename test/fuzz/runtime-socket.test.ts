@@ -61,7 +61,7 @@ test('runtime socket lines: every line gets a reply or a close, and lb stays up'
     const r = await exchangeLine(a.sock, c.line)
     // a line without its newline is not a command yet: the server may wait for the rest
     if (!r.closed) return { check: 'open', expected: `the socket closed within ${TIMEOUT} ms of the end of input`, got: `still open; reply ${printable(r.reply, 200)}` }
-    // a line over 64 KiB is cut off by a close (core/admin/runtime-socket.ts MAX_LINE)
+    // a line over 64 KiB is cut off by a close (core/admin/runtime/runtime-socket.ts MAX_LINE)
     if (r.reply === '' && c.line.includes(0x0a) && c.line.length <= 64 * 1024 && !/^\s*quit/.test(c.line.toString('latin1'))) return { check: 'unanswered', expected: 'a reply to a command line', got: 'closed without a word' }
     return null
   }

@@ -1,4 +1,4 @@
-// The tls-alpn-01 answering of core/worker/tls-alpn.ts while a challenge is
+// The tls-alpn-01 answering of core/worker/tls/tls-alpn.ts while a challenge is
 // pending, on real sockets with real node:tls peers: in lb a challenge is
 // pending only for the moment the CA takes to validate (acme.test.ts covers
 // the issuance against pebble), too short to aim ordinary clients at. The
@@ -11,7 +11,7 @@ import net from 'node:net'
 import tls from 'node:tls'
 import { after, before, test } from 'node:test'
 import acme from 'acme-client'
-import { ACME_TLS_1, AlpnChallenges } from '../../core/worker/tls-alpn.js'
+import { ACME_TLS_1, AlpnChallenges } from '../../core/worker/tls/tls-alpn.js'
 import { type Certs, fingerprint, makeCerts } from './certs.js'
 
 let certs: Certs

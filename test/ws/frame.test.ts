@@ -1,9 +1,9 @@
-// The server-side WebSocket frame codec (core/worker/ws-frame.ts): parsing
+// The server-side WebSocket frame codec (core/worker/ws/ws-frame.ts): parsing
 // any split of the byte stream, message boundaries over fragments with
 // control frames in between, protocol errors; masking round trips.
 import { strict as assert } from 'node:assert'
 import { test } from 'node:test'
-import { type FrameSink, FrameParser, NO_STATUS, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, closePayload, encodeFrame } from '../../core/worker/ws-frame.js'
+import { type FrameSink, FrameParser, NO_STATUS, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, closePayload, encodeFrame } from '../../core/worker/ws/ws-frame.js'
 
 /** An unmasked server frame. */
 function frame (opcode: number, payload: Buffer, fin = true, rsv = 0): Buffer {

@@ -1,0 +1,88 @@
+// The one connect-and-retry policy of the HTTP, WebSocket and TCP proxies,
+// as the base class of each exchange (no extra object per request). A try
+// claims a server of the service from its balancer (counted in flight and
+// selected until released); a failed try counts against the server (passive
+// health: max_fails within fail_timeout), and another server, never the one
+// that just failed, is tried at most `retries` times and never once
+// `retry_timeout` has passed since the first try began. What may be sent again
+// after which failure is each proxy's own call; when a retry may start is this.
+import net from 'node:net'
+import { now } from '../../clock.js'
+import type { ServiceConf } from '../../config/dynamic.js'
+import { C_RETRIES } from '../../shm/layout.js'
+import { noServerReason } from '../../shm/server-why.js'
+import type { ExchangeHost, ServerRuntime, ServiceRuntime } from '../runtime.js'
+
+export class ServerTries {
+  readonly #host: ExchangeHost
+  readonly #tried: ServiceRuntime | null
+  /** the server of the current try, claimed (in flight) until releaseTry; null between tries */
+  protected server: ServerRuntime | null = null
+  /** index in the service of the server tried last: the next pick excludes it */
+  #idx = -1
+  /** stats slot of the server tried last (C_RETRIES is counted on it after its release) */
+  #slot = -1
+  #attempts = 0
+  /** tick when the first try began (retry_timeout): the exchange is created when it starts */
+  readonly #firstTry = now()
+
+  /** `svc` null: the exchange has no service (it ends without a try). */
+  constructor (host: ExchangeHost, svc: ServiceRuntime | null) {
+    this.#host = host
+    this.#tried = svc
+  }
+
+  /**
+   * Claims the next server: the balancer's pick, excluding the one tried last
+   * when `retry`. `counted` false: a try again that is not a try of its own (a
+   * stale keep-alive connection, HTTP). Null when no server is usable.
+   */
+  protected claimServer (remoteAddress: string, retry: boolean, counted = true): ServerRuntime | null {
+    const svc = this.#tried!
+    const idx = this.#host.claimServer(svc, remoteAddress, retry ? this.#idx : -1)
+    if (idx < 0) return null
+    const server = svc.servers[idx]!
+    this.server = server
+    this.#idx = idx
+    this.#slot = server.slot
+    if (counted) this.#attempts++
+    return server
+  }
+
+  /** LB_ERR_NO_SERVER's parameters: the service and why none of its servers is usable now. */
+  protected noServerParams (): Record<string, string> {
+    const svc = this.#tried!
+    return { service: svc.conf.name, why: noServerReason(this.#host.shm.i32, svc.servers, svc.conf.healthCheck, now()) }
+  }
+
+  /** The current try failed (connectPhase: before the connection was up); `passive` counts it toward max_fails. */
+  protected tryFailed (connectPhase: boolean, passive = true): void {
+    this.#host.failServer(this.#tried!, this.server!, connectPhase, passive)
+  }
+
+  /** Gives the current try's server back (no longer in flight) with the bytes it carried; once per try. */
+  protected releaseTry (bytesIn: number, bytesOut: number): void {
+    const server = this.server
+    if (server === null) return
+    this.server = null
+    this.#host.releaseServer(server.slot, bytesIn, bytesOut)
+  }
+
+  /** After a failed try that can be sent again: true (and counted on the failed server) when another may start. */
+  protected mayRetry (): boolean {
+    const conf = this.#tried!.conf
+    const limit = conf.retryTimeoutMs
+    if (this.#attempts > conf.retries || (limit !== 0 && ((now() - this.#firstTry) | 0) >= limit)) return false
+    this.#host.stripe.addServer(this.#slot, C_RETRIES)
+    return true
+  }
+}
+
+/**
+ * A new connection to a server (WebSocket and TCP; HTTP takes its connections
+ * from the server's keep-alive pool): its unix socket, or host and port with
+ * Nagle off. The caller bounds the connect by timeouts.connect.
+ */
+export function connectServer (c: ServiceConf['servers'][number], opts: net.ConnectOpts & net.SocketConstructorOpts): net.Socket {
+  return net.connect(c.path !== '' ? { ...opts, path: c.path } : { ...opts, host: c.host, port: c.port, noDelay: true })
+}

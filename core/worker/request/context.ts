@@ -1,0 +1,71 @@
+// Per-request state: one fixed-shape object, every field initialised here, so
+// V8 keeps one hidden class. Plugins read the request from it and use the
+// pre-declared slots; they never see uWS objects.
+
+/** An answer produced by a middleware instead of proxying (401, 429, 301, ...). */
+export interface Reply {
+  status: number
+  /** flat [name, value, ...] */
+  headers: string[]
+  body: string
+}
+
+export class Ctx {
+  /** method as sent (case-sensitive: the standard ones are upper-case) */
+  method = ''
+  /** path without the query, as received */
+  path = ''
+  /** query without '?', '' when none */
+  query = ''
+  /** lower-case host name without the port ('' when no Host header) */
+  host = ''
+  /** request headers as flat [name, value, ...], names lower-case */
+  headers: string[] = []
+  /** client address, canonical text */
+  remoteAddress = ''
+  proto: 'http' | 'https' = 'http'
+  entrypoint = ''
+  /** request body length from Content-Length; -1 when chunked or unknown */
+  contentLength = 0
+  chunked = false
+  /** an HTTP/1.0 request (the node engine; uWS refuses them): it may come without Host */
+  http10 = false
+  /** the request said Connection: close (core/worker/transport/request-read.ts): the response says so too */
+  asksClose = false
+  /** performance.now() when the request arrived (ms): times the request for the latency histogram and the access log, where the coarse tick is too coarse */
+  t0 = 0
+  /** index of the entry point in the config, and the matched router's stats slot (-1 = none): /metrics rows */
+  epSlot = -1
+  routeSlot = -1
+  router = ''
+  service = ''
+  server = ''
+  /** tries on another server after a failure (core/worker/proxy/proxy.ts) */
+  retries = 0
+  /** status sent to the client (0 until sent) */
+  status = 0
+  bytesIn = 0
+  bytesOut = 0
+  // --- slots for middlewares
+  /** authenticated user name (basicAuth, jwt) */
+  user = ''
+  /** key the rate limiter counted this request under */
+  rateKey = ''
+  /** two 32-bit hashes of rateKey (core/shm/rate-table.ts KeyHasher), valid when rateKey !== '': hashed once per request */
+  rateHashA = 0
+  rateHashB = 0
+  /** set by a middleware that answers the request itself */
+  reply: Reply | null = null
+  /** extra headers for the upstream request, flat [name, value, ...] */
+  upstreamHeaders: string[] | null = null
+  /** lower-case names of request headers not to forward */
+  dropHeaders: string[] | null = null
+  /** extra headers for the client response, flat [name, value, ...] */
+  responseHeaders: string[] | null = null
+
+  header (name: string): string {
+    const h = this.headers
+    for (let i = 0; i < h.length; i += 2) if (h[i] === name) return h[i + 1]!
+    return ''
+  }
+}

@@ -1,0 +1,42 @@
+// The secure contexts of an https entry point served on node:tls (the mTLS
+// terminator, tls-terminator.ts, and the node engine, node-engine.ts): the
+// same settings lb applies everywhere (TLS 1.2 minimum, the seed's TLS 1.3
+// suites then the entry point's TLS 1.2 ciphers, server cipher order, the CA
+// that turns on client certificates), one context per SNI certificate.
+import { readFileSync } from 'node:fs'
+import tls from 'node:tls'
+import { TLS13_SUITES, type TlsConf } from '../../config/tls.js'
+
+export interface Contexts {
+  readonly main: tls.SecureContextOptions
+  /** exact host → context, and "*.domain" wildcards under their domain suffix ".domain" */
+  readonly exact: Map<string, tls.SecureContext>
+  readonly wildcard: Map<string, tls.SecureContext>
+}
+
+/** Reads every file now; throws (with OpenSSL's reason) when one is unusable. */
+export function loadContexts (conf: TlsConf): Contexts {
+  const ca = conf.ca === '' ? undefined : readFileSync(conf.ca)
+  const common = { ca, minVersion: 'TLSv1.2' as const, ciphers: `${TLS13_SUITES}:${conf.ciphers}`, honorCipherOrder: true }
+  const main = { ...common, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
+  tls.createSecureContext(main) // validates now, so a bad file is reported here rather than at the next handshake
+  const exact = new Map<string, tls.SecureContext>()
+  const wildcard = new Map<string, tls.SecureContext>()
+  for (const s of conf.sni) {
+    const ctx = tls.createSecureContext({ ...common, cert: readFileSync(s.cert), key: readFileSync(s.key) })
+    for (const h of s.hosts) {
+      if (h.startsWith('*.')) wildcard.set(h.slice(1), ctx)
+      else exact.set(h, ctx)
+    }
+  }
+  return { main, exact, wildcard }
+}
+
+/** The context of an SNI name: its exact host, else its "*.domain" wildcard; undefined: the server's default context. */
+export function sniContext (c: Contexts, name: string): tls.SecureContext | undefined {
+  const host = name.toLowerCase()
+  const exact = c.exact.get(host)
+  if (exact !== undefined) return exact
+  const dot = host.indexOf('.')
+  return dot > 0 ? c.wildcard.get(host.slice(dot)) : undefined
+}

@@ -1,0 +1,153 @@
+// TLS on node:tls for the https entry points uWS cannot serve: mTLS ones
+// (with tls.ca), and those a resolver's tls_challenge names (tls-alpn-01 needs
+// ALPN, which uWS does not negotiate: tls-alpn.ts). The latter serve their
+// ACME certificates by SNI here (acme-sni.ts withAcme), and pay for it as mTLS
+// ones do: encryption on one thread (listeners.ts).
+//
+// Why not uWS: this uWS build (uSockets with BoringSSL) given a CA file asks
+// for a client certificate and refuses one that does not verify, but accepts a
+// client that sends none, and exposes nothing to JavaScript that would tell
+// the two apart (no peer certificate accessor). node:tls can require one
+// (requestCert + rejectUnauthorized), and can also limit TLS 1.3 to the
+// seed's suites, which BoringSSL cannot.
+//
+// So the handshake happens here, and the decrypted bytes go on to a worker's
+// uWS app over a unix socket (listeners.ts gives every worker one per mTLS
+// entry point), preceded by a PROXY v2 header carrying the client's address.
+// There the request is routed, proxied, upgraded to a WebSocket... as on any
+// entry point, with X-Forwarded-Proto https. Connections are handed to the
+// workers in turn; a worker that cannot be reached (restarting) is skipped.
+//
+// Certificates are re-read on refresh() (every config generation, so SIGHUP):
+// setSecureContext applies to new handshakes, established connections keep theirs.
+import net from 'node:net'
+import tls from 'node:tls'
+import type { AcmeAlpnChallenge } from '../../protocol.js'
+import type { EntryPointConf } from '../../config/static.js'
+import type { TlsConf } from '../../config/tls.js'
+import { proxyV2Header } from '../../net/proxy-protocol.js'
+import { boundPort, listenServer } from '../../net/listen.js'
+import { AlpnChallenges } from './tls-alpn.js'
+import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
+
+const conns = new Set<tls.TLSSocket>()
+
+/** Client connections this thread's terminators hold open. */
+export function openTerminated (): number {
+  return conns.size
+}
+
+export class TlsTerminator {
+  readonly #ep: EntryPointConf
+  #conf: TlsConf
+  readonly #workers: number
+  readonly #socketPath: (worker: number) => string
+  readonly #handshakeMs: () => number
+  readonly #alpn: AlpnChallenges
+  #contexts: Contexts
+  #server: net.Server | null = null
+  #tls: tls.Server | null = null
+  #next = 0
+
+  /** `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). Throws when the certificate files are unusable. */
+  constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number) {
+    this.#ep = ep
+    this.#conf = conf
+    this.#alpn = new AlpnChallenges(ep.name)
+    this.#workers = workers
+    this.#socketPath = socketPath
+    this.#handshakeMs = handshakeMs
+    this.#contexts = loadContexts(this.#conf)
+  }
+
+  /**
+   * Connections are accepted by a plain net.Server and given to the TLS server
+   * (which listens on nothing) through tls-alpn.ts, which answers tls-alpn-01
+   * validations itself.
+   */
+  async listen (): Promise<boolean> {
+    const mtls = this.#conf.ca !== ''
+    const secure = tls.createServer({
+      ...this.#contexts.main,
+      requestCert: mtls,
+      rejectUnauthorized: mtls, // no certificate, or one that does not chain to `ca`: the handshake fails
+      handshakeTimeout: this.#handshakeMs(),
+      SNICallback: (name, cb) => cb(null, this.#sni(name)),
+    })
+    secure.on('secureConnection', (sock) => this.#relay(sock))
+    // refused handshakes (no or bad client certificate, old TLS) and those past handshakeTimeout: node:tls
+    // only reports the time-out, and a connection left open here would hold a descriptor of the process for good
+    secure.on('tlsClientError', (_err, sock) => { sock.destroy() })
+    const serve = (sock: net.Socket): void => { secure.emit('connection', sock) }
+    const server = net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
+    server.on('error', () => { /* listen errors are reported through listen() */ })
+    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
+    if (ok) {
+      this.#server = server
+      this.#tls = secure
+    }
+    return ok
+  }
+
+  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
+  get port (): number {
+    return boundPort(this.#server)
+  }
+
+  /** Stops accepting; established connections carry on. */
+  close (): void {
+    this.#server?.close()
+    this.#server = null
+    this.#tls = null
+  }
+
+  /** Re-reads the certificate files of `conf` (as in the constructor); throws (keeping the current ones) when they are unusable. */
+  refresh (conf: TlsConf): void {
+    const next = loadContexts(conf)
+    this.#conf = conf
+    this.#contexts = next
+    this.#tls?.setSecureContext(next.main)
+  }
+
+  /** The tls-alpn-01 challenges to answer from now on. Throws (keeping the current ones) on an unusable certificate. */
+  setChallenges (challenges: Readonly<Record<string, AcmeAlpnChallenge>>): void {
+    this.#alpn.set(challenges)
+  }
+
+  #sni (name: string): tls.SecureContext | undefined {
+    return sniContext(this.#contexts, name)
+  }
+
+  #relay (client: tls.TLSSocket): void {
+    conns.add(client)
+    client.on('close', () => conns.delete(client))
+    client.on('error', () => client.destroy())
+    this.#toWorker(client, 0)
+  }
+
+  /** Hands the connection to the next worker; tries each worker once before giving up. */
+  #toWorker (client: tls.TLSSocket, tried: number): void {
+    if (client.destroyed) return
+    if (tried === this.#workers) {
+      client.destroy()
+      return
+    }
+    const w = this.#next
+    this.#next = (w + 1) % this.#workers
+    const inner = net.connect({ path: this.#socketPath(w) })
+    let connected = false
+    inner.on('error', () => {
+      if (!connected) this.#toWorker(client, tried + 1)
+      else client.destroy()
+    })
+    inner.once('connect', () => {
+      connected = true
+      inner.write(proxyV2Header(client.remoteAddress ?? '127.0.0.1', client.remotePort ?? 0, client.localAddress ?? '127.0.0.1', client.localPort ?? 0))
+      // bytes the client sent meanwhile waited in its (paused) stream
+      client.pipe(inner)
+      inner.pipe(client)
+      inner.on('close', () => client.destroy())
+      client.on('close', () => inner.destroy())
+    })
+  }
+}
