@@ -194,7 +194,8 @@ export async function listenNode (host: string, port: number, handler: RequestHa
       requestCert: mtls,
       rejectUnauthorized: mtls, // no certificate, or one that does not chain to `ca`: the handshake fails
       handshakeTimeout: timeouts[0],
-      ALPNProtocols: ['http/1.1'],
+      // HTTP/1.1, or 1.0 for a client that offers only that (curl -0); none offered, or only h2: no ALPN (as uWS)
+      ALPNCallback: ({ protocols }) => protocols.includes('http/1.1') ? 'http/1.1' : protocols.includes('http/1.0') ? 'http/1.0' : undefined,
       SNICallback: (name, cb) => cb(null, contexts === null ? undefined : sniContext(contexts, name)),
     })
   applyTimeouts(server)
