@@ -160,12 +160,15 @@ function parseErrorAnswer (err: Error & { code?: string, reason?: string }): str
  * after the answers to the requests before it on the connection (never in
  * the middle of them), then the connection is closed.
  */
-function onClientError (err: Error & { code?: string, reason?: string }, socket: Duplex): void {
+function onClientError (err: Error & { code?: string, reason?: string }, socket: Duplex, sent: SentCounter | null): void {
   const sock = socket as Sock & net.Socket
   const answer = parseErrorAnswer(err)
   const close = (): void => {
     const res = sock._httpMessage
-    if (answer !== '' && sock.writable && (res == null || !res.headersSent)) sock.write(answer)
+    if (answer !== '' && sock.writable && (res == null || !res.headersSent)) {
+      sent?.add(answer.length) // ASCII: its length is its size
+      sock.write(answer)
+    }
     sock.destroySoon()
   }
   const conn = sock[CONN]
@@ -203,7 +206,7 @@ export async function listenNode (host: string, port: number, handler: RequestHa
   // node:http starts timing heads (headersTimeout) when its server starts listening; this one never listens itself
   server.emit('listening')
   server.on('tlsClientError', (_err: Error, sock: Duplex) => { sock.destroy() })
-  server.on('clientError', onClientError)
+  server.on('clientError', (err: Error, sock: Duplex) => onClientError(err, sock, o.sent))
 
   const serve = (req: http.IncomingMessage, res: http.ServerResponse, expect: boolean): void => {
     const conn = connOf(req.socket as Sock)
