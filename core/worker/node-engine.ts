@@ -31,6 +31,7 @@ import { Ctx } from './context.js'
 import type { Listener, RequestHandler, SentCounter } from './listen-options.js'
 import { NodeClient, NodeConn, fromWire } from './node-client.js'
 import { acceptWebSocket } from './node-ws.js'
+import { hostProblem } from './request-host.js'
 import { expectsBody, readHeader } from './request-read.js'
 import { statusLine } from './response-head.js'
 import { AlpnChallenges } from './tls-alpn.js'
@@ -97,6 +98,7 @@ function connOf (sock: Sock): NodeConn {
   return c
 }
 
+const TEXT = ['content-type', 'text/plain'] as const
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)(.*)$/s
 
 /** What the data plane needs of a request, as the uWS adapter reads it (http.ts readRequest). */
@@ -131,8 +133,21 @@ function readRequest (req: http.IncomingMessage, entrypoint: string, proto: 'htt
     readHeader(ctx, k, v)
   }
   if (authority !== null) {
-    headers.push('host', authority)
-    readHeader(ctx, 'host', authority)
+    // the Host lines still count (RFC 9112 §3.2): two of them, or one that is not a host, is a 400 (kept for the checks)
+    let hosts = 0
+    let bad = false
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') {
+        hosts++
+        bad ||= hostProblem(raw[i + 1]!) !== ''
+      }
+    }
+    if (hosts > 1 || bad) {
+      for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'host') headers.push('host', raw[i + 1]!)
+    } else {
+      headers.push('host', authority)
+      readHeader(ctx, 'host', authority)
+    }
   }
   return ctx
 }
@@ -212,7 +227,10 @@ export async function listenNode (host: string, port: number, handler: RequestHa
     const conn = connOf(req.socket as Sock)
     if (conn.closing) return // an answer that closes the connection is on its way: nothing behind it is served
     const ctx = readRequest(req, o.entrypoint, proto, conn)
-    handler(ctx, new NodeClient(req, res, conn, ctx.asksClose, expect, o.sent))
+    const client = new NodeClient(req, res, conn, ctx.asksClose, expect, o.sent)
+    // llhttp reads "HTTP/0.9" and "HTTP/2.0" request lines too: only HTTP/1.x is spoken here (nginx answers the same)
+    if (req.httpVersionMajor !== 1) client.send(505, TEXT, formatError('LB_ERR_HTTP_VERSION', { version: `${req.httpVersionMajor}.${req.httpVersionMinor}` }) + '\n', true)
+    else handler(ctx, client)
   }
   server.on('request', (req, res) => serve(req, res, false))
   server.on('checkContinue', (req, res) => serve(req, res, true)) // any other Expect: node:http answers 417
@@ -231,7 +249,7 @@ export async function listenNode (host: string, port: number, handler: RequestHa
       ws ? (session, _key, protocol, headers) => acceptWebSocket(req, socket, head, o.wsMaxMessage, session, protocol, headers) : null)
     if (!ws && expectsBody(ctx) && req.method !== 'CONNECT') {
       // node:http hands over such a request's body unparsed: it cannot be forwarded
-      client.send(400, ['content-type', 'text/plain'], formatError('LB_ERR_BAD_REQUEST', { reason: 'a request body with an Upgrade other than websocket' }) + '\n', true)
+      client.send(400, TEXT, formatError('LB_ERR_BAD_REQUEST', { reason: 'a request body with an Upgrade other than websocket' }) + '\n', true)
       return
     }
     handler(ctx, client)
