@@ -6,15 +6,13 @@
 // mTLS). Each third-party program is Debian's, installed by test/tools.sh;
 // a test is skipped with the reason when it cannot be had.
 import { strict as assert } from 'node:assert'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import net from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { execFile } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import tls from 'node:tls'
 import { promisify } from 'node:util'
 import { test } from 'node:test'
-import { type Backend, type Lb, freePort, sleep, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, startBackend, startLb } from '../helpers.js'
+import { startNginx } from '../fuzz/lib/nginx.js'
 import { requireTool } from '../admin/util.js'
 import { makeCerts } from '../tls/certs.js'
 
@@ -70,52 +68,10 @@ test('node engine: ab (HTTP/1.0) completes every request, with and without keep-
   assert.equal(web.requests.length, 400)
 })
 
-/** nginx with its defaults in front of `upstream` (proxy_http_version 1.0), on a free port with its own temp folder; stopped by PID. */
-async function startNginx (upstream: string): Promise<{ port: number, stop: () => Promise<void> }> {
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'lb-nginx-'))
-  const conf = join(dir, 'nginx.conf')
-  writeFileSync(conf, `worker_processes 1;
-error_log ${dir}/error.log warn;
-pid ${dir}/nginx.pid;
-events { worker_connections 64; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  server {
-    listen 127.0.0.1:${port};
-    location / { proxy_pass ${upstream}; }
-  }
-}
-`)
-  const proc: ChildProcess = spawn('nginx', ['-p', dir, '-c', conf, '-g', `daemon off;${process.getuid?.() === 0 ? ' user root root;' : ''}`], { stdio: 'ignore' })
-  for (let i = 0; ; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => { s.destroy(); resolve(true) })
-      s.on('error', () => resolve(false))
-    })
-    if (up) break
-    if (proc.exitCode !== null || i > 250) throw new Error('nginx did not start')
-    await sleep(20)
-  }
-  return {
-    port,
-    stop: async () => {
-      if (proc.exitCode === null) {
-        const exited = new Promise((resolve) => proc.once('exit', resolve))
-        proc.kill('SIGQUIT')
-        await exited
-      }
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
 test('node engine: nginx in front of lb with its default proxy_http_version 1.0 gets the answers', async (t) => {
   if (requireTool(t, 'nginx', 'nginx') === null || requireTool(t, 'curl', 'curl') === null) return
   const { lb, web } = await start(t)
-  const nginx = await startNginx(`http://127.0.0.1:${lb.port}`)
+  const nginx = await startNginx(lb.port, true) // proxy_pass alone: HTTP/1.0 to lb
   t.after(() => nginx.stop())
   for (const path of ['/x', '/y?z=1']) {
     const { stdout } = await run('curl', ['-s', '-w', ' %{http_code}', `http://127.0.0.1:${nginx.port}${path}`])
