@@ -41,6 +41,7 @@ export const ERRORS = {
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
   // what llhttp refuses on a node engine entry point before there is a request (core/worker/transport/node-engine.ts)
   LB_ERR_HEADER_TIMEOUT: { status: 408, message: 'request time-out: no complete request head within timeouts.header = {timeout}' },
+  LB_ERR_HTTP_VERSION: { status: 505, message: 'HTTP version {version} is not supported: HTTP/1.1 and HTTP/1.0 are' },
   LB_ERR_SHUTDOWN: { status: 503, message: 'lb is stopping: the request did not finish within global.drain_timeout' },
   LB_ERR_NO_SERVER: { status: 503, message: 'no server available for service {service}: {why}' },
   LB_ERR_UPSTREAM_CONNECT: { status: 502, message: 'cannot connect to upstream server' },

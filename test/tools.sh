@@ -16,6 +16,9 @@ want hatop hatop                     # hatop on the runtime socket
 want tmux tmux                       # the terminal hatop runs in
 want pebble pebble                   # Let's Encrypt's test CA (and pebble-challtestsrv) for the ACME tests
 want redis-server redis-server       # the cluster tests' Redis (test/cluster)
+want ab apache2-utils                # ApacheBench (HTTP/1.0) against engine = "node" (test/e2e/node-engine-clients.test.ts)
+want nginx nginx                     # nginx in front of lb, and the fuzz campaign's reference proxy
+want curl curl                       # curl -0 (HTTP/1.0)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

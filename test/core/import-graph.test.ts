@@ -113,6 +113,13 @@ test('import graph: core/worker/transport/http.ts is the only module that import
   assert.deepEqual([...new Set(users)], ['core/worker/transport/http'])
 })
 
+test('import graph: in the data plane only the node engine (node-engine, node-client, node-ws) uses node:http or node:https and ws', () => {
+  // response-head takes node:http's STATUS_CODES table, no server API
+  const users = [...graph()].filter(([mod, tos]) => mod.startsWith('core/worker/') && mod !== 'core/worker/transport/response-head' &&
+    (tos.has('node:http') || tos.has('node:https') || tos.has('ws'))).map(([mod]) => mod)
+  assert.deepEqual([...new Set(users)].sort(), ['core/worker/transport/node-client', 'core/worker/transport/node-engine', 'core/worker/transport/node-ws'])
+})
+
 /** Past this, a file holds more than one concept: split it by concept (docs/architecture.md). */
 const MAX_LINES = 400
 

@@ -7,6 +7,7 @@
 // said yes. Third-party clients (curl, ab, nginx) and https are in
 // node-engine-clients.test.ts.
 import { strict as assert } from 'node:assert'
+import { rmSync } from 'node:fs'
 import net from 'node:net'
 import { test } from 'node:test'
 import { type Backend, type Lb, startBackend, startLb, waitFor } from '../helpers.js'
@@ -68,8 +69,9 @@ async function echoBackend (name: string): Promise<Backend> {
 async function start (t: { after: (fn: () => Promise<void>) => void }): Promise<{ lb: Lb, a: Backend, b: Backend }> {
   const a = await echoBackend('a')
   const b = await echoBackend('b')
+  t.after(async () => { await a.close(); await b.close() })
   const lb = await startLb(config(a, b))
-  t.after(async () => { await lb.stop(); await a.close(); await b.close() })
+  t.after(async () => { await lb.stop(); rmSync(lb.dir, { recursive: true, force: true }) })
   return { lb, a, b }
 }
 
@@ -181,8 +183,9 @@ test('node engine: Expect: 100-continue gets its 100 only after routing, limits 
 test('node engine: a WebSocket upgrade is tunnelled to the server (messages, subprotocol, close code)', async (t) => {
   const web = await startWsEcho('web', { protocols: ['chat'] })
   const other = await echoBackend('b')
+  t.after(async () => { await web.close(); await other.close() })
   const lb = await startLb(config(web, other))
-  t.after(async () => { await lb.stop(); await web.close(); await other.close() })
+  t.after(async () => { await lb.stop(); rmSync(lb.dir, { recursive: true, force: true }) })
   const ws = await connect(`ws://127.0.0.1:${lb.port}/chat`, {}, ['x', 'chat'])
   assert.equal(ws.protocol, 'chat', 'the server\'s choice')
   ws.send('hello')

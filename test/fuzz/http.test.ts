@@ -7,7 +7,7 @@
 // forwards nothing where nginx rejects and forwards nothing, forwards no
 // smuggled request nginx did not, and forwards nothing a correct proxy strips.
 import { rmSync } from 'node:fs'
-import { test } from 'node:test'
+import { type TestContext, test } from 'node:test'
 import { sleep, startLb } from '../helpers.js'
 import { LbWatch, type Verdict, caseCount, printable, report, runCases } from './lib/campaign.js'
 import { headProblem, pathProblem } from './lib/forwarded.js'
@@ -39,13 +39,18 @@ const tokenMethodNginxRefuses = (b: Buffer): boolean => {
   return m !== undefined && !/^[A-Z_-]+$/.test(m) && !/^(connect|trace)$/i.test(m)
 }
 
-test('raw HTTP/1.1 requests: lb answers, forwards and refuses as nginx does, and stays up', async (t) => {
+/**
+ * The campaign against one entry point: `engine = "uws"` (surface "http", whose documented uWS behaviours are
+ * UWS_LIMITS) or `"node"` (surface "http-node": no such table, every case must hold).
+ */
+async function campaign (t: TestContext, engine: 'uws' | 'node', surface: string): Promise<void> {
   const lbBackend = await startRawBackend()
   const ngxBackend = await startRawBackend()
   const nginx = await startNginx(ngxBackend.port)
   t.after(async () => { await nginx.stop(); await lbBackend.close(); await ngxBackend.close() }) // also when lb fails to start
   const lb = await startLb(`[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
+engine = "${engine}"
 [routers.web]
 rule = "PathPrefix(\`/\`)"
 service = "web"
@@ -87,7 +92,7 @@ max_fails = 0
   }
 
   report(t, await runCases({
-    surface: 'http',
+    surface,
     count: caseCount(1200),
     concurrency: 96,
     generate: httpCase,
@@ -97,4 +102,9 @@ max_fails = 0
     exec,
     watch: () => watch.check(),
   }))
-})
+}
+
+test('raw HTTP/1.1 requests: lb answers, forwards and refuses as nginx does, and stays up', (t) => campaign(t, 'uws', 'http'))
+
+// Node's llhttp (core/worker/transport/node-engine.ts): no table of engine limits; every case the campaign knows holds
+test('raw HTTP/1.1 requests on engine = "node": the same checks, with no documented exceptions', (t) => campaign(t, 'node', 'http-node'))

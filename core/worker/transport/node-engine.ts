@@ -31,6 +31,7 @@ import { Ctx } from '../request/context.js'
 import type { Listener, RequestHandler, SentCounter } from './listen-options.js'
 import { NodeClient, NodeConn, fromWire } from './node-client.js'
 import { acceptWebSocket } from './node-ws.js'
+import { hostProblem } from '../request/request-host.js'
 import { expectsBody, readHeader } from './request-read.js'
 import { statusLine } from './response-head.js'
 import { AlpnChallenges } from '../tls/tls-alpn.js'
@@ -97,6 +98,7 @@ function connOf (sock: Sock): NodeConn {
   return c
 }
 
+const TEXT = ['content-type', 'text/plain'] as const
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)(.*)$/s
 
 /** What the data plane needs of a request, as the uWS adapter reads it (http.ts readRequest). */
@@ -131,8 +133,21 @@ function readRequest (req: http.IncomingMessage, entrypoint: string, proto: 'htt
     readHeader(ctx, k, v)
   }
   if (authority !== null) {
-    headers.push('host', authority)
-    readHeader(ctx, 'host', authority)
+    // the Host lines still count (RFC 9112 §3.2): two of them, or one that is not a host, is a 400 (kept for the checks)
+    let hosts = 0
+    let bad = false
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (raw[i]!.length === 4 && raw[i]!.toLowerCase() === 'host') {
+        hosts++
+        bad ||= hostProblem(raw[i + 1]!) !== ''
+      }
+    }
+    if (hosts > 1 || bad) {
+      for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'host') headers.push('host', raw[i + 1]!)
+    } else {
+      headers.push('host', authority)
+      readHeader(ctx, 'host', authority)
+    }
   }
   return ctx
 }
@@ -160,12 +175,15 @@ function parseErrorAnswer (err: Error & { code?: string, reason?: string }): str
  * after the answers to the requests before it on the connection (never in
  * the middle of them), then the connection is closed.
  */
-function onClientError (err: Error & { code?: string, reason?: string }, socket: Duplex): void {
+function onClientError (err: Error & { code?: string, reason?: string }, socket: Duplex, sent: SentCounter | null): void {
   const sock = socket as Sock & net.Socket
   const answer = parseErrorAnswer(err)
   const close = (): void => {
     const res = sock._httpMessage
-    if (answer !== '' && sock.writable && (res == null || !res.headersSent)) sock.write(answer)
+    if (answer !== '' && sock.writable && (res == null || !res.headersSent)) {
+      sent?.add(answer.length) // ASCII: its length is its size
+      sock.write(answer)
+    }
     sock.destroySoon()
   }
   const conn = sock[CONN]
@@ -194,7 +212,8 @@ export async function listenNode (host: string, port: number, handler: RequestHa
       requestCert: mtls,
       rejectUnauthorized: mtls, // no certificate, or one that does not chain to `ca`: the handshake fails
       handshakeTimeout: timeouts[0],
-      ALPNProtocols: ['http/1.1'],
+      // HTTP/1.1, or 1.0 for a client that offers only that (curl -0); none offered, or only h2: no ALPN (as uWS)
+      ALPNCallback: ({ protocols }) => protocols.includes('http/1.1') ? 'http/1.1' : protocols.includes('http/1.0') ? 'http/1.0' : undefined,
       SNICallback: (name, cb) => cb(null, contexts === null ? undefined : sniContext(contexts, name)),
     })
   applyTimeouts(server)
@@ -202,13 +221,16 @@ export async function listenNode (host: string, port: number, handler: RequestHa
   // node:http starts timing heads (headersTimeout) when its server starts listening; this one never listens itself
   server.emit('listening')
   server.on('tlsClientError', (_err: Error, sock: Duplex) => { sock.destroy() })
-  server.on('clientError', onClientError)
+  server.on('clientError', (err: Error, sock: Duplex) => onClientError(err, sock, o.sent))
 
   const serve = (req: http.IncomingMessage, res: http.ServerResponse, expect: boolean): void => {
     const conn = connOf(req.socket as Sock)
     if (conn.closing) return // an answer that closes the connection is on its way: nothing behind it is served
     const ctx = readRequest(req, o.entrypoint, proto, conn)
-    handler(ctx, new NodeClient(req, res, conn, ctx.asksClose, expect, o.sent))
+    const client = new NodeClient(req, res, conn, ctx.asksClose, expect, o.sent)
+    // llhttp reads "HTTP/0.9" and "HTTP/2.0" request lines too: only HTTP/1.x is spoken here (nginx answers the same)
+    if (req.httpVersionMajor !== 1) client.send(505, TEXT, formatError('LB_ERR_HTTP_VERSION', { version: `${req.httpVersionMajor}.${req.httpVersionMinor}` }) + '\n', true)
+    else handler(ctx, client)
   }
   server.on('request', (req, res) => serve(req, res, false))
   server.on('checkContinue', (req, res) => serve(req, res, true)) // any other Expect: node:http answers 417
@@ -227,7 +249,7 @@ export async function listenNode (host: string, port: number, handler: RequestHa
       ws ? (session, _key, protocol, headers) => acceptWebSocket(req, socket, head, o.wsMaxMessage, session, protocol, headers) : null)
     if (!ws && expectsBody(ctx) && req.method !== 'CONNECT') {
       // node:http hands over such a request's body unparsed: it cannot be forwarded
-      client.send(400, ['content-type', 'text/plain'], formatError('LB_ERR_BAD_REQUEST', { reason: 'a request body with an Upgrade other than websocket' }) + '\n', true)
+      client.send(400, TEXT, formatError('LB_ERR_BAD_REQUEST', { reason: 'a request body with an Upgrade other than websocket' }) + '\n', true)
       return
     }
     handler(ctx, client)

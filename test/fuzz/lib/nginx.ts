@@ -10,7 +10,11 @@ import { freePort, sleep } from '../../helpers.js'
 
 export interface Nginx { readonly port: number, stop (): Promise<void> }
 
-export async function startNginx (backendPort: number): Promise<Nginx> {
+/**
+ * `defaults`: the location as a user who changed nothing writes it (`proxy_pass` alone: nginx speaks HTTP/1.0 to
+ * the upstream and closes each connection), as test/e2e/node-engine-clients.test.ts puts nginx in front of lb.
+ */
+export async function startNginx (backendPort: number, defaults = false): Promise<Nginx> {
   try { execFileSync('sh', ['-c', 'command -v nginx']) } catch { throw new Error('nginx is not installed: apt-get install -y nginx-light') }
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'lb-fuzz-nginx-'))
@@ -29,8 +33,7 @@ http {
     listen 127.0.0.1:${port};
     location / {
       proxy_pass http://127.0.0.1:${backendPort};
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
+      ${defaults ? '' : 'proxy_http_version 1.1; proxy_set_header Connection "";'}
     }
   }
 }
