@@ -42,7 +42,7 @@ async function main (): Promise<void> {
       // for start-up failures only: run() logs at the config's log level
       const log = createLogger('info')
       // SIGHUP's default action kills the process: take it before start-up (which logs
-      // "started" before run() returns), and apply one that came early once running
+      // "ready" before run() returns), and apply one that came early once running
       let reload: (() => Promise<void>) | null = null
       let early = false
       process.on('SIGHUP', () => {

@@ -15,6 +15,9 @@ export const ERRORS = {
   LB_ERR_LISTEN: { status: 0, message: 'cannot listen on {address} (entry point {entrypoint})' },
   LB_ERR_PATH: { status: 0, message: 'cannot write {problems}' },
   LB_ERR_STARTUP: { status: 0, message: 'start-up failed: {reason}' },
+  // files lb writes (core/atomic-file.ts): the config API's state, ACME storage and certificates
+  LB_ERR_NO_SPACE: { status: 507, message: 'cannot write {file} ({cause}): the file is unchanged' },
+  LB_ERR_WRITE: { status: 500, message: 'cannot write {file} ({reason}): the file is unchanged' },
   // TLS, WebSocket, TCP (core/worker/listeners.ts, ws-proxy.ts, tcp-proxy.ts)
   LB_ERR_TLS: { status: 0, message: 'entry point {entrypoint}: cannot use its TLS certificates ({reason})' },
   LB_ERR_WS_BACKPRESSURE: { status: 0, message: 'WebSocket closed with 1013: more than {limit} bytes from the client waited for a slow server' },

@@ -18,6 +18,7 @@ import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
 import { withBoundPorts } from './control/bound-ports.js'
+import { ServiceNotifier } from './control/sd-notify.js'
 import { AcmeManager } from './acme/manager.js'
 import { isTerminated, tlsChallengeEntrypoints } from './config/acme.js'
 import { listenerSwapWarning } from './net/listener-swap.js'
@@ -54,6 +55,7 @@ export async function run (configPath: string): Promise<Running> {
   let config = start.config
   const startedAt = Date.now()
   const log = createLogger(config.global.logLevel)
+  const notifier = new ServiceNotifier(log)
   if (start.notes.error !== null) log.error('config API state file set aside: it cannot be applied', start.notes.error)
   if (start.notes.removedTemps.length > 0) log.info('removed temp files of interrupted state writes', { files: start.notes.removedTemps })
   loadUws(config.limits.maxHeaderBytes) // fail before starting anything when the native binary cannot load
@@ -77,30 +79,9 @@ export async function run (configPath: string): Promise<Running> {
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
-  try {
-    await supervisor.start()
-  } catch (err) {
-    await gen?.close()
-    throw err
-  }
-  // entry points on port 0 are from now on the ports they got (what the surfaces show, what reloads compare)
-  config = withBoundPorts(config, supervisor.boundPorts)
-  for (const e of config.entrypoints) log.info('listening', { entrypoint: e.name, address: formatHostPort(e.host, e.port), protocol: e.protocol })
   const health = new HealthChecker(shm, log)
-  health.update(config, slots)
-  // ACME certificates: taken from storage or ordered now, in the background (until then the default certificate serves)
+  // ACME certificates: taken from storage or ordered once the workers run (until then the default certificate serves)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
-  void acme.update(config)
-  // a certificate change on these replaces their listeners (core/net/listener-swap.ts)
-  const challenges = tlsChallengeEntrypoints(config.certificatesResolvers)
-  const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && e.engine !== 'node' && !isTerminated(e, challenges)).map((e) => e.name)
-  const swapWarning = listenerSwapWarning(swapped)
-  if (swapWarning !== null) log.warn(swapWarning, { entrypoints: swapped })
-  log.info('started', {
-    config: config.file,
-    workers: config.global.workers,
-    entrypoints: config.entrypoints.map((e) => `${e.name}=${e.protocol}://${formatHostPort(e.host, e.port)}`),
-  })
 
   // reloads and API changes are applied one at a time, in order
   let queue: Promise<unknown> = Promise.resolve()
@@ -141,6 +122,7 @@ export async function run (configPath: string): Promise<Running> {
     return result
   }
   const reload = async (): Promise<void> => {
+    void notifier.reloading()
     let ok = true
     try {
       await apply(await loadConfigAsync(configPath, apiStateOverlay))
@@ -152,12 +134,15 @@ export async function run (configPath: string): Promise<Running> {
     Atomics.add(shm.i32, ok ? H_RELOADS : H_RELOAD_FAILS, 1)
     Atomics.store(shm.i32, H_LAST_RELOAD_OK, ok ? 1 : 0)
     Atomics.store(shm.i32, H_LAST_RELOAD_SEC, Math.floor(Date.now() / 1000))
+    // the reload is over either way: a rejected file leaves the running configuration serving
+    void notifier.ready(ok ? `configuration generation ${generation} applied` : 'reload rejected: the running configuration stays')
   }
 
   let management: Management | null = null
   let stopping: Promise<void> | null = null
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      void notifier.stopping()
       await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
       health.close()
@@ -170,13 +155,37 @@ export async function run (configPath: string): Promise<Running> {
     })()
     return stopping
   }
+  // Listeners come up in this order, so that a client that waits for one port
+  // never finds another closed: the generation socket (above), the management
+  // surfaces (they accept, and hold what they read until ready), the tcp and
+  // mTLS listeners in worker 0, and the web entry points in every worker last.
+  // Only then is lb ready: the surfaces answer, the log says so, systemd hears READY=1.
   try {
     management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null }, cluster?.config ?? null)
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
+    await supervisor.start()
   } catch (err) {
-    await stop()
+    acme.close()
+    await management?.close()
+    await gen?.close()
+    await cluster?.close()
     throw err
   }
+  // entry points on port 0 are from now on the ports they got (what the surfaces show, what reloads compare)
+  config = withBoundPorts(config, supervisor.boundPorts)
+  for (const e of config.entrypoints) log.info('listening', { entrypoint: e.name, address: formatHostPort(e.host, e.port), protocol: e.protocol })
+  health.update(config, slots)
+  void acme.update(config)
+  // a certificate change on these replaces their listeners (core/net/listener-swap.ts)
+  const challenges = tlsChallengeEntrypoints(config.certificatesResolvers)
+  const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && e.engine !== 'node' && !isTerminated(e, challenges)).map((e) => e.name)
+  const swapWarning = listenerSwapWarning(swapped)
+  if (swapWarning !== null) log.warn(swapWarning, { entrypoints: swapped })
+  management.open()
+  const entrypoints = config.entrypoints.map((e) => `${e.name}=${e.protocol}://${formatHostPort(e.host, e.port)}`)
+  const genListeners = gen === null ? {} : { generation_socket: gen.socketPath, generation: gen.tcpAddress === null ? undefined : formatHostPort(gen.tcpAddress.host, gen.tcpAddress.port) }
+  log.info('ready', { config: config.file, workers: config.global.workers, entrypoints, ...management.listeners, ...genListeners })
+  void notifier.ready(`serving ${entrypoints.join(', ')}`)
   return { config: () => config, generation: () => generation, shm, slots, supervisor, log, reload, apply, stop }
 }

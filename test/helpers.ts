@@ -152,7 +152,7 @@ async function runLb (file: string, dir: string, main: string | null, render: (t
   proc.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   proc.stdout!.on('data', (d: Buffer) => { out += d.toString() })
   const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)))
-  // the entry points' "listening" lines come before "started"; a process keeps its ports, so the first read holds
+  // every "listening" line comes before "ready"; a process keeps its ports, so the first read holds
   let mainPort: number | null = null
   const port = (): number => {
     if (main === null) throw new Error('lb.port: the config has no entry point on {{PORT}} (use lb.portOf(name))')
@@ -186,7 +186,7 @@ async function runLb (file: string, dir: string, main: string | null, render: (t
     const deadline = Date.now() + 15_000
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`lb exited with ${proc.exitCode}: ${err}`)
-      if (/"msg":"started"/.test(err)) break
+      if (/"msg":"ready"/.test(err)) break
       if (Date.now() > deadline) {
         proc.kill('SIGKILL')
         throw new Error(`lb did not start: ${err}`)

@@ -76,7 +76,7 @@ ${rl('c', 'cluster')}${rl('l', 'local')}
   children.push(p)
   let err = ''
   p.stderr!.on('data', (d: Buffer) => { err += d.toString() })
-  await waitFor(`node ${name}`, () => /"msg":"started"/.test(err) && /Redis reachable/.test(err))
+  await waitFor(`node ${name}`, () => /"msg":"ready"/.test(err) && /Redis reachable/.test(err))
   return { port, pid: p.pid! }
 }
 

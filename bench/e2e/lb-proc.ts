@@ -49,7 +49,7 @@ enabled = false
 `)
   const lb: ChildProcess = spawn(process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', join(dir, 'lb.toml')], { stdio: ['ignore', 'ignore', 'pipe'] })
   await new Promise<void>((resolve, reject) => {
-    lb.stderr!.on('data', (d: Buffer) => { if (d.toString().includes('management started')) resolve() })
+    lb.stderr!.on('data', (d: Buffer) => { if (d.toString().includes('"msg":"ready"')) resolve() })
     lb.on('exit', (code) => reject(new Error(`lb exited with ${code}`)))
   })
   const stat = (): string[] => readFileSync(`/proc/${lb.pid!}/stat`, 'utf8').split(') ')[1]!.split(' ')

@@ -72,7 +72,7 @@ async function kill9Writes (): Promise<void> {
   const b = await backend('a')
   const adminPort = await freePort()
   const toml = lbConfig([b.port]) + `\n[admin]\nenabled = true\naddress = "127.0.0.1:${adminPort}"\n`
-  const managed = /"msg":"management started"/
+  const managed = /"msg":"ready"/
   let p = await lb(toml, undefined, undefined, managed)
   const acked = new Set<string>()
   let failedStarts = 0

@@ -32,8 +32,8 @@ export function backend (name: string, delayMs = 0): Promise<Proc> {
   })
 }
 
-/** lb on `toml` ({{PORT}}: its entry point); resolves once it logged "started" (or `ready`). */
-export async function lb (toml: string, dir = mkdtempSync(join(tmpdir(), 'lb-faults-')), port?: number, ready = /"msg":"started"/): Promise<Proc> {
+/** lb on `toml` ({{PORT}}: its entry point); resolves once its log matches `ready` (by default the "ready" line). */
+export async function lb (toml: string, dir = mkdtempSync(join(tmpdir(), 'lb-faults-')), port?: number, ready = /"msg":"ready"/): Promise<Proc> {
   const p = port ?? await freePort()
   const file = join(dir, 'lb.toml')
   writeFileSync(file, toml.replaceAll('{{PORT}}', String(p)))

@@ -179,7 +179,12 @@ export class AcmeManager {
     const base = join(this.#dir, `${e.resolver.name}-${createHash('sha256').update(e.id).digest('hex').slice(0, 16)}-${info.serial}`)
     const files = { cert: `${base}.crt`, key: `${base}.key` }
     writeFileAtomic(files.key, cert.key)
-    writeFileAtomic(files.cert, cert.cert)
+    try {
+      writeFileAtomic(files.cert, cert.cert)
+    } catch (err) {
+      if (files.key !== e.files.key) rmSync(files.key, { force: true }) // no key file without its certificate
+      throw err
+    }
     const old = e.files
     e.files = files
     e.cert = cert
@@ -210,12 +215,20 @@ export class AcmeManager {
     if (this.#closed || e.dropped) return
     const r = this.#resolvers.get(e.resolver.name)!
     const renewal = e.cert !== null
-    this.#log.info(renewal ? 'renewing certificate' : 'ordering certificate', { resolver: r.conf.name, domains: e.domains })
+    // obtained by an earlier try whose files could not be written (a full disk): installed now, not ordered again
+    const held = this.#stored(r.store, e.domains)
+    const install = held !== null && held !== e.cert && r.store.account !== null
+    this.#log.info(install ? 'writing the certificate obtained before' : renewal ? 'renewing certificate' : 'ordering certificate', { resolver: r.conf.name, domains: e.domains })
     try {
-      // a new account's key is kept even when the order fails, so retries do not make more accounts
-      const account = r.store.account ?? { key: await newKey('EC256'), url: '' }
-      r.store = { ...r.store, account }
-      const got = await order(r.conf, account, e.domains, this.#sink(r.conf))
+      let got: Awaited<ReturnType<typeof order>>
+      if (install) {
+        got = { account: r.store.account!, cert: held! }
+      } else {
+        // a new account's key is kept even when the order fails, so retries do not make more accounts
+        const account = r.store.account ?? { key: await newKey('EC256'), url: '' }
+        r.store = { ...r.store, account }
+        got = await order(r.conf, account, e.domains, this.#sink(r.conf))
+      }
       if (this.#closed) return
       const others = r.store.certificates.filter((c) => c.domains.join(',') !== got.cert.domains.join(','))
       r.store = { caServer: r.conf.caServer, account: got.account, certificates: [...others, got.cert] }

@@ -82,6 +82,8 @@ export interface ListenerOptions {
   /** null = no authentication on this listener */
   readonly auth: Authenticator | null
   readonly log: Logger
+  /** requests are held until this resolves (lb is ready); connections are accepted meanwhile */
+  readonly ready?: Promise<void>
 }
 
 function send (res: http.ServerResponse, a: Answer, head: boolean): void {
@@ -121,9 +123,12 @@ export function startListener (o: ListenerOptions): Promise<http.Server> {
   const help = helpText(o.surfaces)
   const primary = o.surfaces[0]!
   const local = localOnly(o.host, o.auth !== null)
+  let open = o.ready === undefined
+  void o.ready?.then(() => { open = true })
   const server = http.createServer((req, res) => {
     // no exception of a handler (or of this code) may end the process: answer 500, log, count
-    serve(req, res).catch((err: unknown) => failed(req, res, err))
+    if (open) serve(req, res).catch((err: unknown) => failed(req, res, err))
+    else void o.ready!.then(() => serve(req, res)).catch((err: unknown) => failed(req, res, err))
   })
   const failed = (req: http.IncomingMessage, res: http.ServerResponse, err: unknown): void => {
     reportFault(`${o.name} listener`, err, { method: req.method, path: req.url?.slice(0, 200) })

@@ -2,6 +2,10 @@
 // the config API on [admin], the dashboard API, page and /metrics on
 // [dashboard], and the runtime socket. A surface that cannot start makes
 // start-up fail (a port in use must not go unnoticed).
+//
+// They listen before the data-plane workers do (core/main.ts says why), but
+// answer nothing before open(): a request that comes early is held, not
+// refused, and served once lb is ready.
 import type http from 'node:http'
 import type net from 'node:net'
 import { formatHostPort } from '../config/static.js'
@@ -24,6 +28,10 @@ import type { SharedConfig } from '../cluster/shared-config.js'
 export interface Management {
   /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
   attachGen (stats: () => GenStats): void
+  /** Serves what the listeners accepted and hold, and everything after: lb is ready. */
+  open (): void
+  /** What listens, for the "ready" log line: admin and dashboard addresses, the runtime socket's path. */
+  readonly listeners: Readonly<Record<string, string>>
   close (): Promise<void>
 }
 
@@ -36,19 +44,23 @@ export async function startManagement (base: Base, shared: SharedConfig | null =
   const ctx: AdminContext = { ...base, store, sampler }
   sampler.start()
   const conf = ctx.config()
+  let open!: () => void
+  const ready = new Promise<void>((resolve) => { open = resolve })
+  const listeners: Record<string, string> = {}
   const closers: Array<() => Promise<void>> = [async () => sampler.stop()]
   let metrics: Metrics | null = null
   const close = async (): Promise<void> => { await Promise.all(closers.splice(0).map((c) => c())) }
   const listen = async (name: string, host: string, port: number, surfaces: Surface[], auth: Authenticator | null): Promise<void> => {
     let server: http.Server
     try {
-      server = await startListener({ name, host, port, surfaces, auth, log: ctx.log.child({ surface: name }) })
+      server = await startListener({ name, host, port, surfaces, auth, log: ctx.log.child({ surface: name }), ready })
     } catch (err) {
       throw lbError('LB_ERR_ADMIN_LISTEN', { address: `${host}:${port}`, surface: name, reason: (err as Error).message })
     }
     closers.push(() => closeListener(server))
     // the bound port: the kernel's choice when the config says port 0
-    ctx.log.info('listening', { surface: name, address: formatHostPort(host, boundPort(server)), auth: auth !== null })
+    listeners[name] = formatHostPort(host, boundPort(server))
+    ctx.log.info('listening', { surface: name, address: listeners[name], auth: auth !== null })
   }
   try {
     const auth = new Authenticator(conf.admin)
@@ -73,8 +85,9 @@ export async function startManagement (base: Base, shared: SharedConfig | null =
     if (surfaces.length > 0) await listen('dashboard', d.host, d.port, surfaces, d.insecure ? null : auth)
     const rs = conf.runtimeSocket
     if (rs.enabled) {
-      const server: net.Server = await startRuntimeSocket(ctx, rs.path)
+      const server: net.Server = await startRuntimeSocket(ctx, rs.path, ready)
       closers.push(() => closeRuntimeSocket(server, rs.path))
+      listeners.runtime_socket = rs.path
       ctx.log.info('runtime socket started', { path: rs.path })
     }
   } catch (err) {
@@ -82,5 +95,5 @@ export async function startManagement (base: Base, shared: SharedConfig | null =
     throw err
   }
   ctx.log.info('management started', { config_version: store.version })
-  return { close, attachGen: (stats) => metrics?.attachGen(stats) }
+  return { close, open, listeners, attachGen: (stats) => metrics?.attachGen(stats) }
 }

@@ -47,6 +47,8 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd {
   uses = 0
   /** tick after which the current phase times out (or the idle connection is closed) */
   deadline = 0
+  /** why the parser refused the current response (LB_ERR_UPSTREAM_PROTOCOL; its value at fault: parser.detail), '' when it did not */
+  protocolError = ''
   /** reading stopped because the client cannot take more (see resume) */
   #paused = false
   /** a whole request waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
@@ -74,6 +76,7 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd {
     this.#paused = false
     this.uses++
     this.deadline = deadline
+    this.protocolError = ''
     this.parser.reset(this, isHead)
   }
 
@@ -149,7 +152,9 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd {
       return false
     }
     this.deadline = now() + this.pool.serverTimeoutMs
-    if (this.parser.feed(buf, 0, n) !== null) {
+    const bad = this.parser.feed(buf, 0, n)
+    if (bad !== null) {
+      this.protocolError = bad
       this.expire('LB_ERR_UPSTREAM_PROTOCOL')
       return false
     }

@@ -7,6 +7,7 @@
 // Transfer-Encoding ends in chunked; else Content-Length; else until close.
 
 import { eqLower, otherTokens } from '../net/token-list.js'
+import { decimal, excerpt, isBlank, isHttpPrefix, isWide, lineEnd, statusCode, text } from './head-scan.js'
 
 export interface ResponseSink {
   /**
@@ -50,6 +51,12 @@ export class ResponseParser {
   keepAlive = true
   /** bytes of the current response seen so far (head and body) */
   bytes = 0
+  /**
+   * What was wrong, beside the reason feed() returned (which is one of a fixed
+   * set, so it can key a log's rate limit): the value at fault, escaped and cut
+   * short. Never a header's value, which may carry a secret. '' when none.
+   */
+  detail = ''
 
   /** Starts a new response; `isHead` = the request was HEAD (no body follows). */
   reset (sink: ResponseSink, isHead: boolean): void {
@@ -60,6 +67,12 @@ export class ResponseParser {
     this.#lineBuf = ''
     this.keepAlive = true
     this.bytes = 0
+    this.detail = ''
+  }
+
+  /** The response head has been handed on (onHead): a failure now is one of the body. */
+  get headDone (): boolean {
+    return this.#state !== ST_HEAD
   }
 
   /** Feeds bytes; returns an error message for a malformed response, else null. */
@@ -92,7 +105,10 @@ export class ResponseParser {
           const nl = buf.indexOf(10, start)
           if (nl < 0 || nl >= end) {
             this.#lineBuf += buf.toString('latin1', start, end)
-            if (this.#lineBuf.length > 4096) return 'chunk line too long'
+            if (this.#lineBuf.length > 4096) {
+              this.detail = `over 4096 bytes: ${excerpt(this.#lineBuf)}`
+              return this.#state === ST_TRAILERS ? 'trailer line too long' : 'invalid chunk size'
+            }
             return null
           }
           const line = (this.#lineBuf + buf.toString('latin1', start, nl)).replace(/\r$/, '')
@@ -111,6 +127,7 @@ export class ResponseParser {
           break
         }
         case ST_DONE:
+          this.detail = `${end - start} bytes`
           return 'data after the end of the response'
       }
     }
@@ -128,7 +145,10 @@ export class ResponseParser {
 
   #chunkLine (line: string): string | null {
     if (this.#state === ST_CHUNK_CRLF) {
-      if (line !== '') return 'missing CRLF after chunk'
+      if (line !== '') {
+        this.detail = `${excerpt(line)} where the chunk's CRLF ends`
+        return 'invalid chunk: no CRLF after its data'
+      }
       this.#state = ST_CHUNK_SIZE
       return null
     }
@@ -137,7 +157,10 @@ export class ResponseParser {
       return null
     }
     const m = /^([0-9a-fA-F]{1,8})(?:;.*)?$/.exec(line)
-    if (m === null) return 'invalid chunk size'
+    if (m === null) {
+      this.detail = excerpt(line)
+      return 'invalid chunk size'
+    }
     const size = parseInt(m[1]!, 16)
     if (size === 0) this.#state = ST_TRAILERS
     else {
@@ -173,9 +196,22 @@ export class ResponseParser {
     }
     const idx = src.indexOf(HEAD_END, from)
     if (idx < 0 || idx + 4 > to) {
-      if (to - from > MAX_HEAD_BYTES) return 'response head too large'
+      // not a status line from its first bytes (a server that speaks something else): say so now, not at the time-out
+      if (!isHttpPrefix(src, from, to)) {
+        this.detail = excerpt(src.toString('latin1', from, Math.min(to, from + 64)))
+        return 'invalid status line'
+      }
+      if (to - from > MAX_HEAD_BYTES) {
+        this.detail = `over ${MAX_HEAD_BYTES} bytes`
+        return 'response head too large'
+      }
       this.#head = Buffer.from(src.subarray(from, to)) // copy: the read buffer is reused
       return -1
+    }
+    if (idx - from > MAX_HEAD_BYTES) {
+      // the limit holds for a head whose end came in the same read as its 64 KiB-th byte too
+      this.detail = `over ${MAX_HEAD_BYTES} bytes`
+      return 'response head too large'
     }
     const consumedFromBuf = this.#head === null ? idx + 4 : end - (to - (idx + 4))
     this.#head = null
@@ -194,9 +230,11 @@ export class ResponseParser {
    */
   #parseHead (head: string, end: number): string | null {
     let eol = lineEnd(head, 0, end)
-    if (eol < 0) return 'invalid status line'
-    const status = statusCode(head, eol)
-    if (status < 0) return 'invalid status line'
+    const status = eol < 0 ? -1 : statusCode(head, eol)
+    if (status < 0) {
+      this.detail = excerpt(head.slice(0, eol < 0 ? Math.min(end, 64) : eol))
+      return 'invalid status line'
+    }
     const http10 = head.charCodeAt(7) === 48
     // head is latin1 (one char per byte, so offsets are byte offsets); text handed on is
     // UTF-8-decoded, as uWS decodes requests and encodes what it writes. Almost every
@@ -211,9 +249,14 @@ export class ResponseParser {
     let connection = ''
     for (let pos = eol + 2; pos < end; pos = eol + 2) {
       eol = lineEnd(head, pos, end)
-      if (eol < 0) return 'invalid header line'
       const colon = head.indexOf(':', pos)
-      if (colon <= pos || colon > eol || isBlank(head.charCodeAt(pos))) return 'invalid header line' // no name, or obs-fold
+      if (eol < 0 || colon <= pos || colon > eol || isBlank(head.charCodeAt(pos))) {
+        // the line is not shown: it may hold (part of) a value, and a value may be a secret
+        this.detail = eol < 0
+          ? 'a bare CR or LF'
+          : isBlank(head.charCodeAt(pos)) ? 'a folded line (obs-fold)' : colon === pos ? 'a line without a header name' : 'a line without a colon'
+        return 'invalid header line'
+      }
       let vs = colon + 1
       let ve = eol
       while (vs < ve && isBlank(head.charCodeAt(vs))) vs++
@@ -223,11 +266,17 @@ export class ResponseParser {
         headers.push(head.slice(pos, colon), text(head, vs, ve, wide))
       } else if (kind === CONTENT_LENGTH) {
         const n = decimal(head, vs, ve)
-        if (n < 0 || (contentLength >= 0 && n !== contentLength)) return 'invalid content-length'
+        if (n < 0 || (contentLength >= 0 && n !== contentLength)) {
+          this.detail = n < 0 ? excerpt(head.slice(vs, ve)) : `${contentLength} and ${n}`
+          return n < 0 ? 'invalid Content-Length' : 'conflicting Content-Length headers'
+        }
         contentLength = n
       } else if (kind === TRANSFER_ENCODING) {
         chunked = /(?:^|,)\s*chunked\s*$/i.test(head.slice(vs, ve))
-        if (!chunked) return 'unsupported transfer-encoding'
+        if (!chunked) {
+          this.detail = excerpt(head.slice(vs, ve))
+          return 'unsupported Transfer-Encoding'
+        }
       } else if (kind === CONNECTION) {
         const v = head.slice(vs, ve).toLowerCase()
         connection = connection === '' ? v : connection + ', ' + v
@@ -272,59 +321,6 @@ function dropConnectionNamed (headers: string[], connection: string): void {
     const k = headers[j]!
     if (names.includes(k.toLowerCase())) headers.splice(j, 2)
   }
-}
-
-/** End of the line starting at `pos` (the index of its CR, or `end` for the last line); -1 if it holds a bare CR or LF. */
-function lineEnd (s: string, pos: number, end: number): number {
-  let eol = s.indexOf('\r', pos)
-  if (eol < 0 || eol > end) eol = end
-  else if (eol < end && s.charCodeAt(eol + 1) !== 10) return -1
-  const lf = s.indexOf('\n', pos)
-  return lf >= 0 && lf < eol ? -1 : eol
-}
-
-/** The status code of a status line s[0, eol) "HTTP/1.x NNN[ reason]", or -1. */
-function statusCode (s: string, eol: number): number {
-  if (eol < 12 || !s.startsWith('HTTP/1.') || s.charCodeAt(8) !== 32 || (eol > 12 && s.charCodeAt(12) !== 32)) return -1
-  const minor = s.charCodeAt(7)
-  if (minor !== 48 && minor !== 49) return -1
-  const a = s.charCodeAt(9) - 48
-  const b = s.charCodeAt(10) - 48
-  const c = s.charCodeAt(11) - 48
-  if (a < 0 || a > 9 || b < 0 || b > 9 || c < 0 || c > 9) return -1
-  return a * 100 + b * 10 + c
-}
-
-function isBlank (c: number): boolean { return c === 32 || c === 9 }
-
-/**
- * The latin1 string holds a byte above 0x7f: its UTF-8 length then exceeds its
- * length. Buffer.byteLength is one native call: about 35 ns for a 140-byte head,
- * against about 135 ns for a regular expression scan of it.
- */
-function isWide (s: string): boolean {
-  return Buffer.byteLength(s, 'utf8') !== s.length
-}
-
-/**
- * s[from, to) of a latin1 head as text: its bytes UTF-8-decoded when `wide`
- * and non-ASCII. Bytes that are not UTF-8 (obsolete latin1 text) become U+FFFD.
- */
-function text (s: string, from: number, to: number, wide: boolean): string {
-  const v = s.slice(from, to)
-  return wide && isWide(v) ? Buffer.from(v, 'latin1').toString('utf8') : v
-}
-
-/** A non-negative decimal s[from, to) of at most 15 digits, or -1. */
-function decimal (s: string, from: number, to: number): number {
-  if (to <= from || to - from > 15) return -1
-  let n = 0
-  for (let i = from; i < to; i++) {
-    const d = s.charCodeAt(i) - 48
-    if (d < 0 || d > 9) return -1
-    n = n * 10 + d
-  }
-  return n
 }
 
 const KEEP = 0

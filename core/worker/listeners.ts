@@ -110,6 +110,11 @@ export class EntryPoints {
     return isTerminated(ep, this.#alpnEps) // false for the node engine: node:https is its own TLS
   }
 
+  /** Whether the entry point is a web one with its own listener in every worker (uWS, or the node engine), not worker 0's node:net or node:tls terminator. */
+  #isWeb (ep: EntryPointConf): boolean {
+    return ep.protocol !== 'tcp' && !this.#terminated(ep)
+  }
+
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
   #sent (ep: number): SentBytes {
     return new SentBytes(this.#shm, this.#worker, ep)
@@ -152,7 +157,10 @@ export class EntryPoints {
   /** Opens every public listener this worker hosts. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
   async listen (): Promise<void> {
     this.#listening = true
-    for (const [i, ep] of this.#eps.entries()) {
+    // worker 0's tcp listeners and TLS terminators before the web listeners: the web entry points
+    // come up last, so a client that waits for one finds every other port open (core/main.ts)
+    const order = [...this.#eps.entries()].sort(([, a], [, b]) => Number(this.#isWeb(a)) - Number(this.#isWeb(b)))
+    for (const [i, ep] of order) {
       if (this.#open.has(ep.name)) continue
       const l = await this.#listenOne(ep)
       if (l === null) continue
@@ -189,7 +197,7 @@ export class EntryPoints {
   async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
     const address = `${ep.host}:${ep.port}`
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
-    if (ep.protocol === 'tcp' || this.#terminated(ep)) {
+    if (!this.#isWeb(ep)) {
       if (this.#worker !== 0) return null
       const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp, this.#conns) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()

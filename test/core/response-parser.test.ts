@@ -98,12 +98,35 @@ describe('upstream response parser', () => {
       ['HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\n\r\n', /header line/],
       ['HTTP/1.1 200 OK\r\nno colon\r\n\r\n', /header line/],
       ['HTTP/1.1 200 OK\r\n: empty name\r\n\r\n', /header line/],
-      ['HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n', /content-length/],
-      ['HTTP/1.1 200 OK\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n', /content-length/],
-      ['HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n', /transfer-encoding/],
+      ['HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n', /content-length/i],
+      ['HTTP/1.1 200 OK\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n', /content-length/i],
+      ['HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n', /transfer-encoding/i],
     ]
     for (const [wire, err] of bad) {
       for (const step of [0, 1]) assert.match(parse(wire, step).error ?? 'accepted', err, JSON.stringify(wire))
     }
+  })
+
+  test('says what was wrong for the log (detail), never a header value; a head that cannot be HTTP/1.x is refused at its first bytes', () => {
+    const detail = (wire: string, step = 0): [string | null, string] => {
+      const p = new ResponseParser()
+      p.reset({ onHead () {}, onBody () { return true }, onEnd () {} }, false)
+      const bytes = Buffer.from(wire, 'latin1')
+      let err: string | null = null
+      for (let i = 0; i < bytes.length && err === null; i += step === 0 ? bytes.length : step) err = p.feed(bytes, i, Math.min(bytes.length, i + (step === 0 ? bytes.length : step)))
+      return [err, p.detail]
+    }
+    assert.deepEqual(detail('SSH-2.0-OpenSSH_9.2\r\n'), ['invalid status line', '"SSH-2.0-OpenSSH_9.2\\r\\n"'], 'no CRLF CRLF needed: refused at once')
+    assert.deepEqual(detail('<html>'), ['invalid status line', '"<html>"'])
+    assert.deepEqual(detail('HTTP/1.1 2x0 OK\r\n\r\n'), ['invalid status line', '"HTTP/1.1 2x0 OK"'])
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 30\r\n\r\n'), ['conflicting Content-Length headers', '3 and 30'])
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n'), ['invalid Content-Length', '"-1"'])
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nSet-Cookie: s=secret\r\n folded\r\n\r\n'), ['invalid header line', 'a folded line (obs-fold)'])
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nX-Token secret\r\n\r\n'), ['invalid header line', 'a line without a colon'])
+    assert.deepEqual(detail(`HTTP/1.1 200 OK\r\nX-Big: ${'v'.repeat(70_000)}`, 8192), ['response head too large', 'over 65536 bytes'])
+    assert.deepEqual(detail(`HTTP/1.1 200 OK\r\nX-Big: ${'v'.repeat(70_000)}\r\n\r\n`, 65536), ['response head too large', 'over 65536 bytes'], 'its end in the read after the 64 KiB-th byte')
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n 5\r\nhello\r\n0\r\n\r\n'), ['invalid chunk size', '" 5"'])
+    assert.deepEqual(detail('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX0\r\n\r\n'), ['invalid chunk: no CRLF after its data', '"XX0" where the chunk\'s CRLF ends'])
+    for (const step of [1, 3]) assert.equal(detail('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n', step)[0], null, 'a head split at any byte is not taken for garbage')
   })
 })

@@ -66,11 +66,11 @@ describe('listeners on port 0', () => {
 
   test('each listener logs the port it bound, once; both workers serve the one web port; the surfaces show the bound address', async () => {
     const lines = listeningLines(a.lb.log())
-    assert.deepEqual(lines.map((l) => l.entrypoint ?? l.surface), ['web', 'db', 'admin', 'dashboard'], 'one line per listener')
-    assert.deepEqual(lines.map((l) => /^127\.0\.0\.1:(\d+)$/.exec(l.address!)?.[1]), [web, db, a.adminPort, a.dashPort].map(String))
+    assert.deepEqual(lines.map((l) => l.entrypoint ?? l.surface), ['admin', 'dashboard', 'web', 'db'], 'one line per listener, the entry points last (they listen last)')
+    assert.deepEqual(lines.map((l) => /^127\.0\.0\.1:(\d+)$/.exec(l.address!)?.[1]), [a.adminPort, a.dashPort, web, db].map(String))
     for (const p of [web, db, a.adminPort, a.dashPort]) assert.ok(p > 0, `port ${p}`)
     assert.equal(new Set([web, db, a.adminPort, a.dashPort]).size, 4)
-    assert.match(a.lb.log(), new RegExp(`"msg":"started".*"entrypoints":\\["web=http://127\\.0\\.0\\.1:${web}","db=tcp://127\\.0\\.0\\.1:${db}"\\]`))
+    assert.match(a.lb.log(), new RegExp(`"msg":"ready".*"entrypoints":\\["web=http://127\\.0\\.0\\.1:${web}","db=tcp://127\\.0\\.0\\.1:${db}"\\]`))
 
     // uWS listeners in both workers (SO_REUSEPORT); the tcp one in worker 0 only
     assert.equal(listeners(web), 2)

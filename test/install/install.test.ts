@@ -3,8 +3,9 @@
 // `systemd-analyze verify` accepts the unit and finds `lb` on systemd's search
 // path inside ROOT; the unit's own commands, run as an unprivileged user with
 // the shipped config in a read-only folder and systemd's STATE_DIRECTORY and
-// RUNTIME_DIRECTORY, check and serve; without those variables the paths point
-// into the read-only folder and both commands fail with one line naming it.
+// RUNTIME_DIRECTORY, check, serve and tell systemd READY=1 (Type=notify);
+// without those variables the paths point into the read-only folder and both
+// commands fail with one line naming it.
 // Plugins outside the install, by path and by package name (a package with lb
 // as an optional peer, installed with npm), load into the installed lb.
 import assert from 'node:assert/strict'
@@ -15,6 +16,7 @@ import { type TestContext, test } from 'node:test'
 import { ROOT, listeningPort, request, shippedConfig, startBackend, tempDir } from '../helpers.js'
 import { mwConfig, writeStampPackage } from '../plugins/setup.js'
 import { requireTool } from '../admin/util.js'
+import { startNotifySocket } from '../notify-socket.js'
 
 const NOBODY = 65534
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
@@ -78,7 +80,7 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     writeFileSync(join(cfg, 'lb.toml'), `[global]\nworkers = 1\naccess_log = "off"\n\n${text.replace('{{PORT}}', '0')}`)
     const check = spawnSync(lb, ['check', '-c', join(cfg, 'lb.toml')], { cwd: cfg, encoding: 'utf8' })
     assert.equal(check.status, 0, check.stderr)
-    const { proc, exited, err } = await runUntil(t, lb, ['run', '-c', join(cfg, 'lb.toml')], { cwd: cfg }, /"msg":"started"/)
+    const { proc, exited, err } = await runUntil(t, lb, ['run', '-c', join(cfg, 'lb.toml')], { cwd: cfg }, /"msg":"ready"/)
     const r = await request(`http://127.0.0.1:${listeningPort(err(), 'web')}/`)
     assert.equal(r.status, 200, r.body)
     assert.equal(r.headers['x-request-id'], r.body, 'request-id (by path) sent its id upstream and back')
@@ -96,6 +98,8 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     mkdirSync(join(root, 'usr', 'bin'), { recursive: true })
     cpSync('/bin/kill', join(root, 'usr', 'bin', 'kill'))
     symlinkSync('usr/bin', join(root, 'bin'))
+    assert.match(unit, /^Type=notify$/m, 'lb tells systemd when it is ready')
+    assert.match(unit, /^NotifyAccess=all$/m, 'through systemd-notify, a child process')
     writeFileSync(join(root, 'etc', 'systemd', 'system', 'lb.service'), unit)
     const r = spawnSync(analyze, ['verify', `--root=${root}`, '--man=no', '/etc/systemd/system/lb.service'], { encoding: 'utf8' })
     assert.equal(`${r.stdout}${r.stderr}`, '')
@@ -119,18 +123,22 @@ test('install: npm pack, npm install -g in a scratch prefix, systemd-analyze ver
     }
     // as systemd starts them: as the unit's user, lb found on the search path, the directories in the environment
     const argv = (key: string): string[] => unitCommand(unit, key).map((a) => a === '/etc/lb/lb.toml' ? join(etc, 'lb.toml') : a)
-    const env = { PATH: `${join(prefix, 'bin')}:/usr/local/bin:/usr/bin:/bin`, HOME: state, STATE_DIRECTORY: state, RUNTIME_DIRECTORY: runtime }
+    // systemd's notification socket (Type=notify): lb, as nobody, must reach it through systemd-notify
+    const notify = await startNotifySocket(t, join(root, 'notify.sock'))
+    const env = { PATH: `${join(prefix, 'bin')}:/usr/local/bin:/usr/bin:/bin`, HOME: state, STATE_DIRECTORY: state, RUNTIME_DIRECTORY: runtime, NOTIFY_SOCKET: notify.path }
     const asNobody = ['--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--']
     const check = spawnSync('setpriv', [...asNobody, ...argv('ExecStartPre')], { env, encoding: 'utf8' })
     assert.equal(check.status, 0, check.stderr)
     assert.match(check.stdout, /test is successful/)
 
-    const { proc, exited, err } = await runUntil(t, 'setpriv', [...asNobody, ...argv('ExecStart')], { env }, /"msg":"management started"/)
+    const { proc, exited, err } = await runUntil(t, 'setpriv', [...asNobody, ...argv('ExecStart')], { env }, /"msg":"ready"/)
     assert.equal((await request(`http://127.0.0.1:${listeningPort(err(), 'web')}/health`)).status, 200)
+    assert.match((await notify.next('READY=1')).message.join(' '), /STATUS=serving web=http:/, 'systemd hears READY=1')
     const sock = join(runtime, 'lb.sock')
     assert.match(execFileSync('socat', ['stdio', `unix-connect:${sock}`], { input: 'show info\n', encoding: 'utf8' }), /^Name: lb\n/)
     proc.kill('SIGTERM')
     assert.equal(await exited, 0, err())
+    await notify.next('STOPPING=1')
 
     // without systemd's variables the shipped paths fall back to ../run: ROOT/etc/run, inside the read-only folder
     const bare = { PATH: env.PATH, HOME: state }

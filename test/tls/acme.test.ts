@@ -8,7 +8,7 @@
 // no ALPN).
 import { strict as assert } from 'node:assert'
 import { spawnSync } from 'node:child_process'
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
@@ -16,6 +16,7 @@ import { type Backend, CLI, type Lb, ROOT, freePort, request, startBackend, star
 import { type AdminLb, json, requireTool, restartLb, startAdminLb, waitLog } from '../admin/util.js'
 import { type Certs, fingerprint, makeCerts, sClient } from './certs.js'
 import { type Pebble, planPebble, stopDns } from './pebble.js'
+import { fill, mountTmpfs } from '../tmpfs.js'
 
 interface Peer { serial: string, issuer: string, names: string, fingerprint: string, curve: string, bits: number }
 
@@ -336,6 +337,31 @@ describe('tls-alpn-01 issuance on the https entry point (terminated in node:tls)
       s.on('error', reject)
     })
     assert.equal(alpn, false)
+  })
+})
+
+describe('a full disk when the certificate comes', { timeout: 120_000, skip: NO_PEBBLE }, () => {
+  test('the failure names the storage file and ENOSPC, no temp file is left; with space again it is installed without a new order', async (t) => {
+    const disk = mountTmpfs(t, 256)
+    if (disk === null) return
+    const httpPort = await freePort()
+    const pebble = await planPebble({ httpPort })
+    await pebble.start()
+    t.after(() => pebble.stop())
+    fill(disk)
+    const lb = await startLb(`[global]\nworkers = 2\naccess_log = "off"\nstate_dir = "${disk}"\n\n${lbToml(certs, httpPort, backend.address, resolverToml(pebble))}`)
+    t.after(() => lb.stop())
+    await lb.logMatching(/"code":"LB_ERR_ACME"/, 60_000)
+    const storage = join(disk, 'acme-pebble.json').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    assert.match(lb.log(), new RegExp(`cannot obtain a certificate for a\\.lb\\.test, b\\.lb\\.test \\(cannot write ${storage} \\(ENOSPC, no space left on the device\\): the file is unchanged\\); retrying in 1s`))
+    assert.deepEqual(readdirSync(disk, { recursive: true }).filter((f) => String(f).includes('.tmp-')), [], 'no temp file left')
+    assert.equal((await peer(lb.port, 'a.lb.test')).fingerprint, fingerprint(certs.server.cert), 'the default certificate serves meanwhile')
+    rmSync(join(disk, 'filler'))
+    await lb.logMatching(/"msg":"certificate obtained"/, 60_000)
+    assert.equal(lb.log().match(/"msg":"ordering certificate"/g)?.length, 1, 'ordered once: the certificate obtained before is the one installed')
+    assert.match(lb.log(), /"msg":"writing the certificate obtained before"/)
+    await peer(lb.port, 'a.lb.test', await pebble.rootPem()) // chains to pebble's root, or throws
+    assert.equal(statSync(join(disk, 'acme-pebble.json')).mode & 0o777, 0o600)
   })
 })
 

@@ -16,9 +16,10 @@ import { resolve } from 'node:path'
 import toml from 'toml'
 import type { Table } from '../../config/check.js'
 import { type Config, buildConfig } from '../../configure.js'
-import { isLbError } from '../../errors.js'
+import { type LbError, isLbError } from '../../errors.js'
+import type { PreparedFile } from '../../atomic-file.js'
 import type { Logger } from '../../log.js'
-import { type ApiState, applyState, parseState, readState, stateText, statePathFromRaw, writeState } from './state.js'
+import { type ApiState, applyState, parseState, prepareState, readState, stateText, statePathFromRaw, writeState } from './state.js'
 import type { SharedConfig } from '../../cluster/shared-config.js'
 
 /** An API error, mapped to HTTP by the caller: {code, message} as the Data Plane API. */
@@ -30,6 +31,11 @@ export class ApiError extends Error {
     this.status = status
     this.code = code
   }
+}
+
+/** A state file that cannot be written: 507 for a full disk or quota, else 500; the message names the file and the cause. */
+function writeFailure (err: LbError): ApiError {
+  return new ApiError(err.status, `${err.message}; the configuration was not changed`)
 }
 
 /** What a change sees: the effective raw services (TOML + overlay) and the overlay to edit. */
@@ -108,13 +114,17 @@ export class ConfigStore {
    * between answered the new version with the old configuration.) When the
    * apply throws, nothing ran: the disk gets the previous state back.
    */
-  async #install (state: ApiState, config: Config): Promise<string[]> {
-    writeState(this.#path, state)
+  async #install (state: ApiState, config: Config, staged: PreparedFile = prepareState(this.#path, state)): Promise<string[]> {
+    staged.commit()
     let errors: string[]
     try {
       errors = await this.#apply(config)
     } catch (err) {
-      writeState(this.#path, this.#state)
+      try {
+        writeState(this.#path, this.#state)
+      } catch (back) {
+        this.#log.error('the config API state file could not be rolled back: it holds a change that was not applied', { file: this.#path, error: (back as Error).message })
+      }
       throw err
     }
     this.#state = state
@@ -225,11 +235,26 @@ export class ConfigStore {
       const { raw, next } = this.#stage(current, change)
       // validated completely, capacities included, before anything is written: a write the workers cannot take never reaches the disk
       const config = this.#validate(raw, next)
-      if (this.#shared !== null) await this.#commit(this.#shared, current.version, next)
+      // the state file is written (beside the old one) before anything changes, in Redis or here:
+      // a full disk refuses the write with nothing changed, and the old file stays whole
+      let staged: PreparedFile
+      try {
+        staged = prepareState(this.#path, next)
+      } catch (err) {
+        if (isLbError(err)) throw writeFailure(err)
+        throw err
+      }
+      try {
+        if (this.#shared !== null) await this.#commit(this.#shared, current.version, next)
+      } catch (err) {
+        staged.abort()
+        throw err
+      }
       let errors: string[]
       try {
-        errors = await this.#install(next, config)
+        errors = await this.#install(next, config, staged)
       } catch (err) {
+        if (isLbError(err) && (err.code === 'LB_ERR_NO_SPACE' || err.code === 'LB_ERR_WRITE')) throw writeFailure(err)
         throw new ApiError(500, `the configuration could not be applied: ${(err as Error).message}`)
       }
       if (errors.length > 0) this.#log.error('config API change rejected by some workers', { errors })

@@ -12,7 +12,7 @@ import { dirname } from 'node:path'
 import { DEFAULTS } from '../../config/defaults.js'
 import { type Table, resolvePath } from '../../config/check.js'
 import { lbError } from '../../errors.js'
-import { writeFileAtomic } from '../../atomic-file.js'
+import { type PreparedFile, prepareFileAtomic, writeFileAtomic } from '../../atomic-file.js'
 
 export const STATE_FORMAT = 1
 
@@ -65,9 +65,14 @@ export function parseState (text: string, source: string): ApiState {
   return { version: v.version as number, backends: v.backends as Record<string, Table | null> }
 }
 
-/** Atomically replaces the state file (see the header comment). */
+/** Atomically replaces the state file (see the header comment). Throws LB_ERR_NO_SPACE / LB_ERR_WRITE, the file unchanged. */
 export function writeState (path: string, state: ApiState): void {
   writeFileAtomic(path, stateText(state))
+}
+
+/** The state file's new contents written beside it and synced, to be renamed into place (commit) or dropped (abort). */
+export function prepareState (path: string, state: ApiState): PreparedFile {
+  return prepareFileAtomic(path, stateText(state))
 }
 
 /** The JSON text of a state (the state file's, and the cluster's in Redis). */

@@ -150,7 +150,8 @@ export class Transactions {
   /**
    * Commits transaction `id`: all its changes as one versioned write, or
    * none. Resolves with the new version; rejects with 404 (unknown), 406
-   * (outdated), 400 (failed, or it does not validate: then it is failed).
+   * (outdated), 400 (failed, or it does not validate: then it is failed),
+   * 507 (the state file cannot be written for want of space: it stays open).
    */
   async commit (id: string): Promise<{ model: TransactionModel, version: number }> {
     const t = this.#find(id)
@@ -173,6 +174,10 @@ export class Transactions {
       if (err.status === 409 && err.message.startsWith('version mismatch')) {
         t.status = 'outdated'
         throw this.#outdated(t)
+      }
+      if (err.status === 507) {
+        // the disk is full, not the transaction wrong: it stays open, to be committed again once there is space
+        throw new ApiError(507, `transaction ${id} was not committed, nothing was applied; it stays open: ${err.message}`)
       }
       t.status = 'failed'
       throw new ApiError(err.status, `transaction ${id} failed, nothing was applied: ${err.message}`, err.code)

@@ -58,9 +58,11 @@ class Session {
   #busy: Promise<void> = Promise.resolve()
   #closed = false
 
-  constructor (ctx: AdminContext, sock: net.Socket) {
+  /** `ready`: commands wait for it (lb is ready); the connection is accepted meanwhile */
+  constructor (ctx: AdminContext, sock: net.Socket, ready: Promise<void>) {
     this.#ctx = ctx
     this.#sock = sock
+    this.#busy = ready
     sock.setEncoding('utf8')
     sock.on('data', (d: string) => this.#onData(d))
     sock.on('end', () => this.#onEnd())
@@ -151,8 +153,8 @@ class Session {
   }
 }
 
-/** Listens on `path`; a stale socket file is replaced, a live one (another process) is an error. */
-export async function startRuntimeSocket (ctx: AdminContext, path: string): Promise<net.Server> {
+/** Listens on `path`; a stale socket file is replaced, a live one (another process) is an error. Commands wait for `ready`. */
+export async function startRuntimeSocket (ctx: AdminContext, path: string, ready: Promise<void> = Promise.resolve()): Promise<net.Server> {
   const open = new Set<net.Socket>()
   mkdirSync(dirname(path), { recursive: true })
   const alive = await new Promise<boolean>((resolve) => {
@@ -166,7 +168,7 @@ export async function startRuntimeSocket (ctx: AdminContext, path: string): Prom
   const server = net.createServer({ allowHalfOpen: true }, (sock) => {
     open.add(sock)
     sock.on('close', () => open.delete(sock))
-    return new Session(ctx, sock)
+    return new Session(ctx, sock, ready)
   })
   SOCKETS.set(server, open)
   // the socket is created with the process umask: narrow it so the file never exists with wider permissions

@@ -13,8 +13,8 @@
 // ends its text (</s>). Matrix weights scale with 1/sqrt(embedding), so the
 // blocks stay small perturbations of the embedding whatever the size.
 
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { readFile } from 'node:fs/promises'
+import { writeFileAtomic } from '../../atomic-file.js'
 import { GGUF_MAGIC, GGUF_TYPE } from './gguf.js'
 
 export interface LlamaDims {
@@ -228,13 +228,14 @@ export function llamaGgufBytes (d: LlamaDims): Buffer {
   return Buffer.concat(h.parts, h.length)
 }
 
-/** Writes `bytes` to `path` unless an identical file is already there (atomically: a reader never sees half a file). Returns the path. */
+/**
+ * Writes `bytes` to `path` unless an identical file is already there
+ * (core/atomic-file.ts: a reader never sees half a file, a full disk leaves no
+ * temp file and throws LB_ERR_NO_SPACE naming the path). Returns the path.
+ */
 export async function writeModelFile (path: string, bytes: Buffer): Promise<string> {
   const current = await readFile(path).catch(() => null)
   if (current !== null && current.equals(bytes)) return path
-  await mkdir(dirname(path), { recursive: true })
-  const tmp = `${path}.${process.pid}.tmp`
-  await writeFile(tmp, bytes)
-  await rename(tmp, path)
+  writeFileAtomic(path, bytes, 0o644)
   return path
 }

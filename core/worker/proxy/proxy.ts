@@ -17,6 +17,7 @@ import type { ClientResponse } from '../transport/client.js'
 import type { Ctx } from '../request/context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from './server-tries.js'
+import { logBadResponse } from './bad-response-log.js'
 
 /** Exchanges in progress in this thread: what the drain deadline has to cut (cutExchanges). */
 const live = new Set<ProxyExchange>()
@@ -279,6 +280,9 @@ export class ProxyExchange extends ServerTries implements Exchange {
 
   onUpstreamError (code: ErrorCode, conn: UpstreamConnection): void {
     if (this.#finished) return
+    const parser = conn.parser
+    if (code === 'LB_ERR_UPSTREAM_PROTOCOL') this.#badResponse(conn.protocolError, parser.detail)
+    else if (code === 'LB_ERR_UPSTREAM_RESET' && parser.bytes > 0) this.#badResponse('connection closed before the response was complete', `after ${parser.bytes} bytes`)
     const connectPhase = !conn.connected
     if (code === 'LB_ERR_UPSTREAM_TIMEOUT' && !connectPhase && !this.#bodyDone) {
       // the client stopped sending its body: a client time-out, not the server's fault
@@ -310,6 +314,13 @@ export class ProxyExchange extends ServerTries implements Exchange {
       }
     }
     this.#fail(reported, {}) // after the head is out, cuts the connection: the only honest signal left
+  }
+
+  /** The server's response was malformed or cut short: logged (rate-limited) with the server and why. */
+  #badResponse (reason: string, detail: string): void {
+    const server = this.server!.conf
+    const ctx = this.#ctx
+    logBadResponse(this.#dp.log, { service: this.#svc.conf.name, server: server.name, address: server.address, reason, detail, beforeHead: !this.#responded, method: ctx.method, path: ctx.path })
   }
 
   /**
