@@ -171,7 +171,7 @@ export async function run (configPath: string): Promise<Running> {
     return stopping
   }
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null }, cluster?.config ?? null)
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null, ...(cluster === null ? {} : { clusterClear: (ka: number, kb: number) => cluster.clearSource(ka, kb) }) }, cluster?.config ?? null)
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
   } catch (err) {

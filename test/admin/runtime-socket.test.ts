@@ -149,6 +149,8 @@ test('runtime socket: every command replies in full to a client that half-closes
     'enable server': 'enable server web/s1',
     'set weight': 'set weight web/s1 1',
     'get weight': 'get weight web/s1',
+    'show table': 'show table',
+    'clear table': 'clear table nope key 127.0.0.1',
   }
   assert.deepEqual(COMMANDS.map((c) => c.words.join(' ')).sort(), Object.keys(lines).sort(), 'a line for every command')
   const all = [...Object.values(lines), 'help', 'help show', 'show info;show sess;get weight web/s2', 'quit', 'no such command']
@@ -163,7 +165,7 @@ test('runtime socket: every command replies in full to a client that half-closes
   }
   // an empty line is an unknown command, answered with the usage as HAProxy does, then the session closes
   for (const empty of ['\n', '\r\n', ' \t\n\n']) {
-    assert.match(await halfClose(a.sock, empty), /^Unknown command\. Please enter one of the following commands only:\n {2}disable server /, JSON.stringify(empty))
+    assert.match(await halfClose(a.sock, empty), /^Unknown command\. Please enter one of the following commands only:\n {2}clear table /, JSON.stringify(empty))
   }
   // a last line without its newline is run too, then the session closes
   assert.equal(shape(await halfClose(a.sock, 'show sess')), shape(await sock(a.sock, 'show sess')))
