@@ -16,6 +16,7 @@ want hatop hatop                     # hatop on the runtime socket
 want tmux tmux                       # the terminal hatop runs in
 want pebble pebble                   # Let's Encrypt's test CA (and pebble-challtestsrv) for the ACME tests
 want redis-server redis-server       # the cluster tests' Redis (test/cluster)
+want redis-sentinel redis-sentinel   # Redis Sentinel for the failover test (test/cluster/sentinel.test.ts)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

@@ -100,7 +100,7 @@ function checkPassword (c: Checker, t: Table, p: string, baseDir: string, prefix
 /** sentinels = ["redis://host:port", ...] (one scheme for all) and master_name. */
 function checkSentinel (c: Checker, t: Table, p: string, baseDir: string, insecure: boolean): SentinelConf {
   const list = c.strings(t, 'sentinels', p, [])
-  if (list.length === 0) c.problem(join(p, 'sentinels'), `a non-empty array of ${SENTINEL_EXPECTED.slice(2)}es`, t.sentinels)
+  if (list.length === 0) c.problem(join(p, 'sentinels'), 'a non-empty array of Sentinel addresses like "redis://host:26379" or "rediss://host:26379" (TLS)', t.sentinels)
   const endpoints: Array<{ host: string, port: number }> = []
   const schemes = new Set<string>()
   list.forEach((s, i) => {
