@@ -3,14 +3,13 @@
 // messages, show info/stat/sess/servers state, and server commands changing
 // live traffic on every worker, showing in the APIs and surviving a reload.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
 import { count, getMany, reloadApplied, simpleConfig, waitFor } from '../helpers.js'
 import { COMMANDS } from '../../core/admin/commands.js'
-import { backends, golden, json, normalize, requireTool, send, sock, startAdminLb } from './util.js'
+import { backends, golden, json, normalize, requireTool, send, sock, socat, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {
   const [b1, b2] = await backends(2)
@@ -121,13 +120,6 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
 
 /** `echo cmd | socat`: the client's input ends right after the command. */
 const halfClose = (path: string, text: string): Promise<string> => sock(path, text, true)
-
-function socat (path: string, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = execFile('socat', ['stdio', `unix-connect:${path}`], { encoding: 'utf8', timeout: 10_000 }, (err, out) => err === null ? resolve(out) : reject(err))
-    p.stdin!.end(text)
-  })
-}
 
 test('runtime socket: every command replies in full to a client that half-closes right after it (echo cmd | socat)', async (t) => {
   if (requireTool(t, 'socat', 'socat') === null) return

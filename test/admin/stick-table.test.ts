@@ -5,9 +5,8 @@
 // same in the Data Plane API's stick_table(s|_entries) shapes, and DELETE
 // forgets a source. Runtime socket over node:net and, as operators do, socat.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
-import { type AdminLb, json, requireTool, send, sock, startAdminLb } from './util.js'
+import { type AdminLb, json, requireTool, send, sock, socat, startAdminLb } from './util.js'
 import { type Backend, request, startBackend } from '../helpers.js'
 
 const CONFIG = (backend: string): string => `[entrypoints.web]
@@ -42,13 +41,6 @@ name = "s1"
 address = "${backend}"
 check = false
 `
-
-function socat (path: string, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = execFile('socat', ['stdio', `unix-connect:${path}`], { encoding: 'utf8', timeout: 10_000 }, (err, out) => err === null ? resolve(out) : reject(err))
-    p.stdin!.end(text)
-  })
-}
 
 /** `n` requests to `path` from `from`, one after the other: their statuses. */
 async function from (a: AdminLb, path: string, address: string, n: number): Promise<number[]> {
