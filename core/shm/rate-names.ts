@@ -14,7 +14,8 @@ export function writeName (i32: Int32Array, names: number, way: number, owner: n
   i32[r + RN_OWNER] = owner
   if (owner === 0) return
   const n = key.length < RN_CHARS ? key.length : RN_CHARS
-  for (let w = 0; w < RN_TEXT_WORDS; w++) {
+  // only the words up to the terminating NUL (a 15-character IPv4 key: 4 of 11), read back to it
+  for (let w = 0; w < RN_TEXT_WORDS && w * 4 <= n; w++) {
     let word = 0
     for (let b = 0; b < 4; b++) {
       const i = w * 4 + b
