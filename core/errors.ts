@@ -58,6 +58,7 @@ export const ERRORS = {
   LB_ERR_PLUGIN_INIT: { status: 500, message: 'middleware {middleware} could not start ({reason}); its routes answer 500' },
   LB_ERR_PLUGIN_TEARDOWN: { status: 500, message: 'middleware {middleware} failed to stop ({reason})' },
   LB_ERR_RATE_LIMITED: { status: 429, message: 'Too Many Requests' },
+  LB_ERR_RATE_LIMIT_UNAVAILABLE: { status: 503, message: 'rate limit {middleware} cannot count this request: the cluster\'s Redis is unreachable and the limit fails closed; try again later' },
   LB_ERR_UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
   LB_ERR_AUTH_BUSY: { status: 503, message: 'too many password checks in progress ({waiting} waiting); try again later' },
   // oidc (plugins/oidc.ts)

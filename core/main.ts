@@ -161,7 +161,7 @@ export async function run (configPath: string): Promise<Running> {
   // mTLS listeners in worker 0, and the web entry points in every worker last.
   // Only then is lb ready: the surfaces answer, the log says so, systemd hears READY=1.
   try {
-    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null }, cluster?.config ?? null)
+    management = await startManagement({ configPath, config: () => config, generation: () => generation, shm, slots, log, apply, fits, startedAt, middlewareStatus: (name) => supervisor.middlewareStatus(name), certificates: acme, cluster: () => cluster?.status() ?? null, ...(cluster === null ? {} : { clusterClear: (ka: number, kb: number) => cluster.clearSource(ka, kb) }) }, cluster?.config ?? null)
     const g = gen
     if (g !== null) management.attachGen(() => g.stats())
     await supervisor.start()

@@ -19,7 +19,9 @@ export type { Ctx, Reply } from './worker/request/context.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
 export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
 // the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window
-export { type ClusterTable, clusterTable, countClusterRefusal } from './shm/cluster-table.js'
+export { type ClusterTable, clusterDown, clusterTable, countClusterRefusal, countUnavailable } from './shm/cluster-table.js'
+// what a rate limit tells `show table` and the config API about its entries
+export type { LimitTable } from './shm/rate-entries.js'
 // the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
 export { sumGlobal, sumServer } from './shm/counters.js'
 // authentication: htpasswd entries and a bounded cache of verdicts

@@ -20,13 +20,25 @@
 // [cluster] together (docs/cluster.md). The request path stays on shared
 // memory, in the cluster table; the control plane exchanges the counts with
 // Redis every sync_interval (core/cluster/rate-sync.ts). Without [cluster]
-// the table is absent and the limit counts on this node alone.
-import { type Checker, type ClusterTable, type Ctx, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT, ipv6Prefix, RateTable, SOURCE_KEYS, checkSource, clusterTable, compileSource, countClusterRefusal, definePlugin, fmix32, formatError, join, keyA, keyB, now } from 'lb/plugin'
+// the table is absent and the limit counts on this node alone. While this
+// node judges Redis down, the limit counts on its local share (failure_mode
+// = "open", the default) or answers 503 (failure_mode = "closed").
+//
+// Every entry claimed for a new source is named (this limit's seed, the
+// source's text), so `show table` and the config API can list a limit's
+// sources (limitTable below).
+import {
+  type Checker, type ClusterTable, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT,
+  ipv6Prefix, RateTable, SOURCE_KEYS, canonicalIp, checkSource, clusterDown, clusterTable, compileSource, countClusterRefusal, countUnavailable, definePlugin,
+  fmix32, formatError, join, keyA, keyB, now, parseIp,
+} from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
 export type Algorithm = typeof ALGORITHMS[number]
 export const SCOPES = ['local', 'cluster'] as const
 export type Scope = typeof SCOPES[number]
+export const FAILURE_MODES = ['open', 'closed'] as const
+export type FailureMode = typeof FAILURE_MODES[number]
 
 /** Seed: stick-table entries expire 30 s after their last use. */
 export const ENTRY_TTL_MS = 30_000
@@ -51,9 +63,11 @@ export interface RateLimitConf {
   readonly ipv6Subnet: number
   /** local: this node's workers; cluster: every node of [cluster] */
   readonly scope: Scope
+  /** scope = "cluster", while Redis is down: open = each node its local share; closed = 503 */
+  readonly failureMode: FailureMode
 }
 
-const COMMON_KEYS = ['algorithm', 'scope', 'ipv6_subnet', ...SOURCE_KEYS]
+const COMMON_KEYS = ['algorithm', 'scope', 'failure_mode', 'ipv6_subnet', ...SOURCE_KEYS]
 const KEYS: Record<Algorithm, readonly string[]> = {
   tokenBucket: [...COMMON_KEYS, 'average', 'period', 'burst'],
   leakyBucket: [...COMMON_KEYS, 'rate', 'burst', 'nodelay'],
@@ -91,6 +105,9 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
   // a /64 by default: a client rotating addresses inside its own network would otherwise never be counted twice
   const ipv6Subnet = c.int(t, 'ipv6_subnet', path, 64, 1, 128)
   const scope = c.oneOf(t, 'scope', path, SCOPES, 'local')
+  const failureMode = c.oneOf(t, 'failure_mode', path, FAILURE_MODES, 'open')
+  if (t.failure_mode !== undefined && scope !== 'cluster') c.problems.push(`${join(path, 'failure_mode')}: only with scope = "cluster" (a local limit never waits for Redis)`)
+  const common = { source, ipv6Subnet, scope, failureMode }
   switch (algorithm) {
     case 'slidingWindow':
       return {
@@ -100,9 +117,7 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         ratePerSec: 0,
         burst: 0,
         nodelay: false,
-        source,
-        ipv6Subnet,
-        scope,
+        ...common,
       }
     case 'leakyBucket':
       return {
@@ -112,16 +127,14 @@ function validate (c: Checker, t: Table, path: string): RateLimitConf {
         ratePerSec: checkRate(c, t, path),
         burst: c.int(t, 'burst', path, 0, 0, MAX_BURST),
         nodelay: c.bool(t, 'nodelay', path, false),
-        source,
-        ipv6Subnet,
-        scope,
+        ...common,
       }
     case 'tokenBucket': {
       const average = c.int(t, 'average', path, undefined, 1, 1_000_000_000)
       const periodMs = checkPeriod(c, t, path, 1000)
       const ratePerSec = (average * 1000) / periodMs
       if (ratePerSec > MAX_RATE) c.problem(join(path, 'average'), `at most ${MAX_RATE} requests per second over the period`, average)
-      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, source, ipv6Subnet, scope }
+      return { algorithm, limit: 0, periodMs, ratePerSec, burst: c.int(t, 'burst', path, 1, 1, MAX_BURST), nodelay: true, ...common }
     }
   }
 }
@@ -156,13 +169,63 @@ function seeds (name: string, algorithm: Algorithm): [number, number] {
   return [hasher.a, fmix32(hasher.b + 0x9e3779b9)]
 }
 
+/** The 503 of a failure_mode = "closed" limit while Redis is down (ERRORS.md LB_ERR_RATE_LIMIT_UNAVAILABLE). */
+function unavailable (name: string): Reply {
+  return Object.freeze({
+    status: 503,
+    headers: Object.freeze(['content-type', 'text/plain', 'retry-after', '1']) as string[],
+    body: formatError('LB_ERR_RATE_LIMIT_UNAVAILABLE', { middleware: name }) + '\n',
+  }) as Reply
+}
+
+/** The owner word of a limit's entries (core/shm/rate-names.ts): its seed, never 0 (0 = unnamed). */
+function ownerOf (seedA: number): number {
+  return seedA === 0 ? 1 : seedA
+}
+
+/**
+ * The management view of the rateLimit middleware `name` (core/shm/rate-entries.ts):
+ * where its entries are and how to read and find them. The same key
+ * derivation as the request path: a source's text (as sourceOf makes it) hashed
+ * with the limit's seeds.
+ */
+export function limitTable (name: string, conf: RateLimitConf): LimitTable {
+  const [seedA, seedB] = seeds(name, conf.algorithm)
+  const window = conf.algorithm === 'slidingWindow'
+  const h = new KeyHasher()
+  return {
+    name,
+    algorithm: conf.algorithm,
+    scope: conf.scope,
+    owner: ownerOf(seedA),
+    kind: window ? 'window' : 'bucket',
+    periodMs: conf.periodMs,
+    limit: window ? conf.limit : (conf.algorithm === 'leakyBucket' ? conf.burst + 1 : conf.burst),
+    drainPerMs: conf.ratePerSec,
+    keyOf (source) {
+      // an address as the request path writes it: canonical, an IPv6 one cut to its counted prefix
+      const addr = source.replace(/\/\d+$/, '')
+      if (parseIp(addr) === null) return null
+      const text = ipv6Prefix(canonicalIp(addr), conf.ipv6Subnet)
+      h.hash(text)
+      return { ka: keyA(h.a, seedA), kb: keyB(h.b, seedB), text }
+    },
+  }
+}
+
 /** slidingWindow over the cluster table: the same counting, the limit split with the other nodes (core/shm/cluster-limit.ts). */
-function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, periodMs: number, limit: number, ttl: number) {
+function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, periodMs: number, limit: number, ttl: number, closed: Reply | null) {
   const { table, cx } = cluster
+  const owner = ownerOf(seedA)
   return {
     onRequest (ctx: Ctx): Verdict {
+      if (closed !== null && clusterDown(i32)) {
+        countUnavailable(i32)
+        ctx.reply = closed
+        return HANDLED
+      }
       hashSource(ctx, sourceOf(ctx))
-      const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl, cx)
+      const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl, cx, owner, ctx.rateKey)
       if (r === 0) return NEXT
       countClusterRefusal(i32)
       ctx.reply = tooMany(-r)
@@ -197,15 +260,19 @@ export default definePlugin<RateLimitConf>({
           return lastKey
         }
     const [seedA, seedB] = seeds(env.name, conf.algorithm)
+    const owner = ownerOf(seedA)
+    const i32 = env.shm.i32
+    const cluster = conf.scope === 'cluster' ? clusterTable(i32) : null
+    // scope = "cluster" without [cluster] counts locally and never waits for a Redis it does not have
+    const closed = cluster !== null && conf.failureMode === 'closed' ? unavailable(env.name) : null
     if (conf.algorithm === 'slidingWindow') {
       const { periodMs, limit } = conf
       const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, 2 * periodMs))
-      const cluster = conf.scope === 'cluster' ? clusterTable(env.shm.i32) : null
-      if (cluster !== null) return clusterWindow(cluster, env.shm.i32, sourceOf, seedA, seedB, periodMs, limit, ttl)
+      if (cluster !== null) return clusterWindow(cluster, i32, sourceOf, seedA, seedB, periodMs, limit, ttl, closed)
       return {
         onRequest (ctx) {
           hashSource(ctx, sourceOf(ctx))
-          const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl)
+          const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl, -1, owner, ctx.rateKey)
           if (r === 0) return NEXT
           ctx.reply = tooMany(-r)
           return HANDLED
@@ -219,15 +286,19 @@ export default definePlugin<RateLimitConf>({
     const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, Math.ceil(capacity / drainPerMs)))
     const nodelay = conf.nodelay
     // scope = "cluster": the same bucket in the cluster table, its capacity and rate shared with the other nodes
-    const cluster = conf.scope === 'cluster' ? clusterTable(env.shm.i32) : null
     const bucketTable = cluster?.table ?? table
     const cx = cluster?.cx ?? -1
     return {
       onRequest (ctx) {
+        if (closed !== null && clusterDown(i32)) {
+          countUnavailable(i32)
+          ctx.reply = closed
+          return HANDLED
+        }
         hashSource(ctx, sourceOf(ctx))
-        const r = bucketTable.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl, cx)
+        const r = bucketTable.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl, cx, owner, ctx.rateKey)
         if (r < 0) {
-          if (cx >= 0) countClusterRefusal(env.shm.i32)
+          if (cx >= 0) countClusterRefusal(i32)
           ctx.reply = tooMany(-r)
           return HANDLED
         }

@@ -19,6 +19,7 @@ want redis-server redis-server       # the cluster tests' Redis (test/cluster)
 want ab apache2-utils                # ApacheBench (HTTP/1.0) against engine = "node" (test/e2e/node-engine-clients.test.ts)
 want nginx nginx                     # nginx in front of lb, and the fuzz campaign's reference proxy
 want curl curl                       # curl -0 (HTTP/1.0)
+want redis-sentinel redis-sentinel   # Redis Sentinel for the failover test (test/cluster/sentinel.test.ts)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

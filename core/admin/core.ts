@@ -32,4 +32,6 @@ export interface AdminCore {
   readonly middlewareStatus?: (name: string) => { status: PluginStatus, message: string } | null
   /** [cluster] state (core/cluster); null without [cluster] */
   readonly cluster: ClusterView
+  /** forgets a source of a cluster-scope limit on every node through Redis (core/cluster/rate-clear.ts); absent without [cluster] */
+  readonly clusterClear?: (ka: number, kb: number) => Promise<void>
 }

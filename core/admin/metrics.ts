@@ -220,6 +220,11 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('gauge', 'lb_cluster_redis_up', 'Whether this node reached Redis at its last command (1) or not (0: rate limits on the local share).', [], cl((s) => s.redisUp ? 1 : 0))
   pull('gauge', 'lb_cluster_sync_seconds', 'Duration of the last rate-limit sync with Redis.', [], cl((s) => s.syncSeconds))
   pull('gauge', 'lb_cluster_last_sync_timestamp_seconds', 'Unix time of the last successful rate-limit sync (0 = none).', [], cl((s) => s.lastSync / 1000))
+  pull('counter', 'lb_cluster_redis_slow_replies_total', 'Redis commands not answered within max_wait, each one (one alone does not make Redis down: see fall).', [], cl((s) => s.redisSlowReplies))
+  pull('counter', 'lb_cluster_redis_errors_total', 'Redis commands that failed otherwise: refused or closed connection, error reply.', [], cl((s) => s.redisErrors))
+  pull('counter', 'lb_cluster_redis_transitions_total', 'Times Redis was judged down after being reachable (to="down"), and reachable again (to="up").', ['to'],
+    () => { const s = ctx.cluster(); return s === null ? [] : [[{ to: 'down' }, s.redisDowns], [{ to: 'up' }, s.redisUps]] })
+  pull('counter', 'lb_cluster_ratelimit_unavailable_total', 'Requests answered 503 by a failure_mode = "closed" cluster-scope rate limit while Redis was down.', [], cl((s) => s.refusedUnavailable))
   pull('counter', 'lb_cluster_ratelimit_refusals_total', 'Requests refused by a cluster-scope rate limit, by how: with the cluster\'s counts or on the local share (Redis down).', ['decided'],
     () => { const s = ctx.cluster(); return s === null ? [] : [[{ decided: 'cluster' }, s.refusedCluster], [{ decided: 'local' }, s.refusedLocal]] })
 

@@ -29,22 +29,23 @@ export class Membership {
     this.nodes = [conf.node]
   }
 
-  start (): void {
+  /** Heartbeats from now on; resolves after the first (answered or not), so the node starts knowing whether Redis answers. */
+  start (): Promise<void> {
     const beat = (): void => { void this.beat() }
-    beat()
+    const first = this.beat()
     this.#timer = setInterval(beat, Math.max(100, Math.floor(this.#conf.nodeTtlMs / 3)))
     this.#timer.unref()
+    return first
   }
 
   async beat (): Promise<void> {
     try {
-      const names = await runScript(this.#redis, HEARTBEAT, [this.#key], [this.#conf.node, this.#conf.nodeTtlMs]) as string[]
+      const names = await this.#health.track(() => runScript(this.#redis, HEARTBEAT, [this.#key], [this.#conf.node, this.#conf.nodeTtlMs])) as string[]
       this.nodes = names.sort()
       this.lastBeat = Date.now()
       Atomics.store(this.#i32, CLUSTER_BASE + CLH_NODES, Math.max(1, names.length))
-      this.#health.ok()
-    } catch (err) {
-      this.#health.failed(err as Error)
+    } catch {
+      // reported to the health by track()
     }
   }
 

@@ -17,7 +17,7 @@ import { drainShare } from '../shm/cluster-limit.js'
 import { RateTable, windowEstimate } from '../shm/rate-table.js'
 import type { RedisHealth } from './health.js'
 import type { Redis } from './redis.js'
-import { RATE_SYNC, runScript } from './scripts.js'
+import { RATE_SYNC, redisRateKey, runScript } from './scripts.js'
 
 /** Sources per script call: bounds one call's time inside Redis (it blocks other clients while it runs). */
 const BATCH = 500
@@ -36,6 +36,8 @@ export class RateSync {
   lastSeconds = 0
   /** sources sent at the last successful sync */
   lastSources = 0
+  /** Redis keys of cleared sources whose estimate this node must withdraw (core/cluster/rate-clear.ts) */
+  readonly #withdraw = new Set<string>()
 
   constructor (redis: Redis, conf: ClusterConf, i32: Int32Array, health: RedisHealth) {
     this.#redis = redis
@@ -55,12 +57,21 @@ export class RateSync {
     this.#timer = null
   }
 
+  /**
+   * Withdraws this node's estimate of a cleared source from Redis at the next
+   * round: a round already on its way may have put it back after the clear.
+   */
+  withdraw (redisKey: string): void {
+    this.#withdraw.add(redisKey)
+  }
+
   /** One round: collect, send in batches, write back. A round still running skips the next tick. */
   async sync (): Promise<void> {
     if (this.#running) return
     this.#running = true
     const started = performance.now()
     try {
+      await this.#sendWithdrawals()
       const found = this.#collect(now())
       for (let i = 0; i < found.ways.length; i += BATCH) {
         const ways = found.ways.slice(i, i + BATCH)
@@ -68,19 +79,37 @@ export class RateSync {
         const keys = found.keys.slice(i, i + BATCH)
         const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
         for (let j = 0; j < ways.length; j++) args.push(ests[j]!, 2 * this.#i32[this.#extra(ways[j]!) + CX_PERIOD]! + this.#conf.nodeTtlMs)
-        const others = await runScript(this.#redis, RATE_SYNC, keys, args) as number[]
+        const others = await this.#health.track(() => runScript(this.#redis, RATE_SYNC, keys, args)) as number[]
         for (let j = 0; j < ways.length; j++) this.#store(ways[j]!, found.kas[i + j]!, found.kbs[i + j]!, ests[j]!, others[j] ?? 0)
       }
       this.lastSync = Date.now()
       this.lastSeconds = (performance.now() - started) / 1000
       this.lastSources = found.ways.length
-      // a round with nothing to send spoke to no one: it says nothing of Redis (the heartbeat does)
-      if (found.ways.length > 0) this.#health.ok()
-    } catch (err) {
-      this.#health.failed(err as Error)
+    } catch {
+      // reported to the health by track(); a round with nothing to send spoke to no one and said nothing of Redis
     } finally {
       this.#running = false
     }
+  }
+
+  /** An estimate of 0 (the script's HDEL) for every withdrawn key; kept for the next round when Redis does not answer. */
+  async #sendWithdrawals (): Promise<void> {
+    if (this.#withdraw.size === 0) return
+    const keys = [...this.#withdraw]
+    this.#withdraw.clear()
+    const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
+    for (let j = 0; j < keys.length; j++) args.push(0, this.#conf.nodeTtlMs)
+    try {
+      await this.#health.track(() => runScript(this.#redis, RATE_SYNC, keys, args))
+    } catch (err) {
+      for (const k of keys) this.#withdraw.add(k)
+      throw err
+    }
+  }
+
+  /** The Redis key of a source: both halves of its table key, so every node names it alike. */
+  keyOf (ka: number, kb: number): string {
+    return redisRateKey(this.#conf.prefix, ka, kb)
   }
 
   /**
@@ -113,7 +142,7 @@ export class RateSync {
         ways.push(s * RATE_WAYS + w)
         kas.push(ka)
         kbs.push(kb)
-        keys.push(this.#keyOf(ka, kb))
+        keys.push(this.keyOf(ka, kb))
         ests.push(est)
       }
     }
@@ -132,12 +161,6 @@ export class RateSync {
 
   #extra (way: number): number {
     return CLUSTER_EXTRA + way * CX_WORDS
-  }
-
-  /** The Redis key of a source: both halves of its table key, so every node names it alike. */
-  #keyOf (ka: number, kb: number): string {
-    const hex = (v: number): string => (v >>> 0).toString(16).padStart(8, '0')
-    return `${this.#conf.prefix}rl:${hex(ka)}${hex(kb)}`
   }
 
   /** Writes what Redis said into the way's extras, under the set's lock, unless the way changed hands meanwhile. */

@@ -45,6 +45,20 @@ for i, k in ipairs(KEYS) do
 end
 return out`
 
+/** `<prefix>rl:<hex KEY_A><hex KEY_B>`: a source's Redis key, the same on every node. */
+export function redisRateKey (prefix: string, ka: number, kb: number): string {
+  const hex = (v: number): string => (v >>> 0).toString(16).padStart(8, '0')
+  return `${prefix}rl:${hex(ka)}${hex(kb)}`
+}
+
+/**
+ * KEYS[1] a source's rate key; ARGV channel, message. Forgets the source's
+ * counts of every node and tells every node to forget its own (`clear table`).
+ */
+export const RATE_CLEAR = `
+redis.call('DEL', KEYS[1])
+return redis.call('PUBLISH', ARGV[1], ARGV[2])`
+
 const shas = new Map<string, string>()
 
 /** Runs a script by its SHA1 (EVALSHA), sending its text only when Redis does not have it yet (a restarted Redis). */

@@ -8,7 +8,8 @@
 // applies what this brings.
 import type { ClusterConf } from '../config/cluster.js'
 import type { RedisHealth } from './health.js'
-import { type Redis, endOnAuthRefusal } from './redis.js'
+import type { Subscriber } from './pubsub.js'
+import type { Redis } from './redis.js'
 import { CONFIG_CAS, CONFIG_SEED, runScript } from './scripts.js'
 
 /** A full read of the shared state this often, ms (a write reaches a node within it even without pub/sub). */
@@ -32,39 +33,19 @@ export interface SharedConfig {
   close (): void
 }
 
-export async function sharedConfig (redis: Redis, conf: ClusterConf, health: RedisHealth): Promise<SharedConfig> {
+export function sharedConfig (redis: Redis, conf: ClusterConf, health: RedisHealth, sub: Subscriber): SharedConfig {
   const key = conf.prefix + 'config'
   const channel = conf.prefix + 'config-changed'
-  // a subscribed connection can issue nothing else: its own, with the same bounds
-  const sub = redis.duplicate()
-  sub.on('error', () => {})
-  endOnAuthRefusal(sub)
   const watchers: Array<() => void> = []
   const notify = (): void => { for (const f of watchers) f() }
-  sub.on('message', notify)
-  // (re)subscribes after every reconnect: ioredis re-subscribes too, this covers a first connect that failed
-  sub.on('ready', () => { sub.subscribe(channel).catch(() => {}) })
-  sub.connect().catch(() => {})
+  sub.on(channel, notify)
   const timer = setInterval(notify, CONFIG_POLL_MS)
   timer.unref()
-  const guard = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      const v = await p
-      health.ok()
-      return v
-    } catch (err) {
-      health.failed(err as Error)
-      throw err
-    }
-  }
   return {
-    read: () => guard(redis.hmget(key, 'version', 'state').then(([v, text]) => v == null || text == null ? null : { version: Number(v), text })),
-    commit: (expected, next) => guard(runScript(redis, CONFIG_CAS, [key], [expected, next.version, next.text, conf.node, channel])).then((r) => r === 0),
-    seed: (copy) => guard(runScript(redis, CONFIG_SEED, [key], [copy.version, copy.text, conf.node, channel])).then(() => undefined),
+    read: () => health.track(() => redis.hmget(key, 'version', 'state')).then(([v, text]) => v == null || text == null ? null : { version: Number(v), text }),
+    commit: (expected, next) => health.track(() => runScript(redis, CONFIG_CAS, [key], [expected, next.version, next.text, conf.node, channel])).then((r) => r === 0),
+    seed: (copy) => health.track(() => runScript(redis, CONFIG_SEED, [key], [copy.version, copy.text, conf.node, channel])).then(() => undefined),
     watch: (f) => { watchers.push(f) },
-    close: () => {
-      clearInterval(timer)
-      sub.disconnect()
-    },
+    close: () => { clearInterval(timer) },
   }
 }

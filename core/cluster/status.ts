@@ -3,8 +3,10 @@
 export interface ClusterStatus {
   /** this node's name */
   readonly node: string
-  /** the Redis URL, password redacted */
+  /** the Redis URL, password redacted; with Sentinel, the master's name and the sentinels */
   readonly redis: string
+  /** host:port of the Redis this node is connected to now ('' = none): with Sentinel, the master of the moment */
+  readonly redisAddress: string
   readonly redisUp: boolean
   /** live node names at the last heartbeat */
   readonly nodes: readonly string[]
@@ -18,8 +20,14 @@ export interface ClusterStatus {
   /** 429 of cluster-scope limits decided with the cluster's counts / on the local share (Redis down) */
   readonly refusedCluster: number
   readonly refusedLocal: number
-  /** times Redis went from reachable to unreachable */
+  /** times Redis was judged down after being reachable, and up again after being down */
   readonly redisDowns: number
+  readonly redisUps: number
+  /** Redis commands not answered within max_wait, and failed otherwise (refused, closed, error reply): each one, judged down or not */
+  readonly redisSlowReplies: number
+  readonly redisErrors: number
+  /** 503 answered by failure_mode = "closed" limits while Redis was down */
+  readonly refusedUnavailable: number
 }
 
 /** The cluster as seen by management: null without [cluster]. */

@@ -121,7 +121,9 @@ export const DEFAULTS = {
   cluster: {
     prefix: 'lb:', // every Redis key of this cluster starts with it (several clusters on one Redis)
     syncIntervalMs: 100, // rate-limit counts exchanged with Redis this often
-    maxWaitMs: 50, // a Redis command not answered within this counts as failed (Redis slow = Redis down)
+    maxWaitMs: 50, // a Redis command not answered within this counts as failed (a slow reply)
+    fall: 3, // failed commands in a row (overlapping ones count once) before Redis is down: one slow reply is not an outage
+    rise: 2, // answered commands in a row before a down Redis is up again (HAProxy's rise and fall defaults)
     nodeTtlMs: 3000, // a node that stops heartbeating leaves the membership after this
     insecure: false, // true = allow plain-text redis:// to a non-loopback host
   },

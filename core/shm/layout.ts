@@ -4,6 +4,7 @@
 //
 //  ┌──────────────────────── Int32 words (i32) ──────────────────────────┐┌──── Float64 words (f64) ────┐
 //  │ HEADER │ SERVERS × SRV_WORDS │ SERVICES × SVC │ RATE_SETS × RATE_SET  ││ STRIPES × STRIPE_WORDS      │
+//  │ RATE_ENTRIES × RN_WORDS (names) │ [cluster region]                   ││                             │
 //  └─────────────────────────────────────────────────────────────────────┘└─────────────────────────────┘
 //
 //  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
@@ -36,7 +37,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 7
+export const LAYOUT_VERSION = 8
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -131,19 +132,31 @@ export const RATE_SET_WORDS = RS_DATA + RATE_WAYS * RATE_DATA_WORDS // 64
 export const RATE_SETS = 12_800
 export const RATE_ENTRIES = RATE_SETS * RATE_WAYS
 
+// Names of the rate-table entries, one record per way (way index = set * RATE_WAYS + w), for the
+// management surfaces (`show table`, the config API's stick_table_entries): the table itself
+// keeps only hashes. Written by the worker that claims a way for a new source, under the set's
+// lock; read by the control plane. Never read on the request path.
+export const RN_OWNER = 0 // the rate limit the entry belongs to: its seed (keyA's), 0 = not named
+export const RN_TEXT = 1 // + 0..RN_TEXT_WORDS-1: the source's key text, 4 Latin-1 chars per word (low byte first), NUL-padded
+export const RN_TEXT_WORDS = 11
+export const RN_CHARS = RN_TEXT_WORDS * 4 // 44: a canonical IPv6 address with a prefix length fits
+export const RN_WORDS = RN_TEXT + RN_TEXT_WORDS
+
 export const SERVERS_BASE = HEADER_WORDS
 export let SERVICES_BASE = 0
 export let RATE_BASE = 0 // a multiple of 16 words: sets start on cache lines
+export let RATE_NAMES = 0 // RATE_ENTRIES × RN_WORDS
 export let I32_WORDS = 0
 
-// The cluster region ([cluster] only; core/cluster), after the rate table: a
+// The cluster region ([cluster] only; core/cluster), after the rate table's names: a
 // header, then a second rate table (same set format) holding the sources of
 // `scope = "cluster"` rate limits, then per-way extras that the control plane
-// fills at every sync with Redis. Sized 0 without [cluster].
+// fills at every sync with Redis, then the names of its ways (RN_*). Sized 0 without [cluster].
 export const CLH_UP = 0 // 1 while Redis answers: cluster counts apply; 0 = each node its local share
 export const CLH_NODES = 1 // live nodes (this one included) at the last heartbeat, >= 1
 export const CLH_REFUSED_LOCAL = 2 // 429 decided on the local share (Redis down), Atomics.add
 export const CLH_REFUSED_CLUSTER = 3 // 429 decided with the cluster's counts, Atomics.add
+export const CLH_UNAVAILABLE = 4 // 503 of failure_mode = "closed" limits while Redis is down, Atomics.add
 export const CLUSTER_HEADER_WORDS = 16
 // extras of way w of cluster set s, at CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
 export const CX_KA = 0 // KEY_A the extras below belong to (a way changing hands invalidates them)
@@ -158,6 +171,7 @@ export let CLUSTER_SETS = 0
 export let CLUSTER_BASE = 0
 export let CLUSTER_TABLE = 0
 export let CLUSTER_EXTRA = 0
+export let CLUSTER_NAMES = 0
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
@@ -249,11 +263,13 @@ function setCapacities (caps: Capacities, clusterSets = 0): void {
   MAX_ROUTERS = caps.routers
   SERVICES_BASE = SERVERS_BASE + MAX_SERVERS * SRV_WORDS
   RATE_BASE = Math.ceil((SERVICES_BASE + MAX_SERVICES * SVC_WORDS) / 16) * 16
+  RATE_NAMES = RATE_BASE + RATE_SETS * RATE_SET_WORDS
   CLUSTER_SETS = clusterSets
-  CLUSTER_BASE = RATE_BASE + RATE_SETS * RATE_SET_WORDS
+  CLUSTER_BASE = RATE_NAMES + RATE_ENTRIES * RN_WORDS
   CLUSTER_TABLE = CLUSTER_BASE + CLUSTER_HEADER_WORDS
   CLUSTER_EXTRA = CLUSTER_TABLE + clusterSets * RATE_SET_WORDS
-  I32_WORDS = clusterSets === 0 ? CLUSTER_BASE : CLUSTER_EXTRA + clusterSets * RATE_WAYS * CX_WORDS
+  CLUSTER_NAMES = CLUSTER_EXTRA + clusterSets * RATE_WAYS * CX_WORDS
+  I32_WORDS = clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
@@ -262,7 +278,7 @@ setCapacities(DEFAULT_CAPACITIES)
 
 /** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
 export function shmBytes (caps: Capacities, workers: number): number {
-  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS
+  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
   return i32 * 4 + (workers + 1) * stripe * 8
 }

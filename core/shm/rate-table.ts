@@ -22,9 +22,12 @@
 import { threadId } from 'node:worker_threads'
 import { clusterCapacity, clusterLimit, drainShare } from './cluster-limit.js'
 import {
-  CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
+  CX_KA, CX_OTHERS, CX_SYNCED, CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_NAMES, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
   RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
 } from './layout.js'
+import { writeName } from './rate-names.js'
+
+export { KeyHasher, fmix32, keyA, keyB } from './rate-keys.js'
 
 /** A waiter takes over a lock whose holder has not changed for this long (it died inside the critical section). */
 export const STALE_LOCK_MS = 250
@@ -38,12 +41,15 @@ export class RateTable {
   readonly i32: Int32Array
   readonly base: number
   readonly sets: number
+  /** word offset of the ways' names (core/shm/rate-names.ts), -1 = none kept */
+  readonly names: number
 
-  /** The shared table in `i32` (default: the region of core/shm/layout.ts); tests may pass a small one. */
-  constructor (i32: Int32Array, base = RATE_BASE, sets = RATE_SETS) {
+  /** The shared table in `i32` (default: the region of core/shm/layout.ts); tests may pass a small one, without names. */
+  constructor (i32: Int32Array, base = RATE_BASE, sets = RATE_SETS, names = base === RATE_BASE ? RATE_NAMES : -1) {
     this.i32 = i32
     this.base = base
     this.sets = sets
+    this.names = names
   }
 
   /** Word offset of the set holding a key whose second hash is `kb`. */
@@ -59,12 +65,14 @@ export class RateTable {
    * Returns 0 (accepted) or -wait: ms until a request would be accepted again.
    * With `cx` (the cluster table's extras, core/shm/layout.ts CLUSTER_EXTRA),
    * `limit` is the cluster's and this node's part of it comes from clusterLimit.
+   * `owner` (the limit's seed, non-zero) and `key` (the source as text) name
+   * an entry this call claims, for the management surfaces; 0 leaves it unnamed.
    */
-  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number, cx = -1): number {
+  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number, cx = -1, owner = 0, key = ''): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
-    const d = this.#claim(set, ka, kb, now)
+    const d = this.#claim(set, ka, kb, now, owner, key)
     let elapsed = (now - i32[d + RD_TICK]!) | 0
     if (elapsed < 0) elapsed = 0 // another worker's clock ran a few ms ahead
     if (elapsed >= periodMs) {
@@ -108,12 +116,13 @@ export class RateTable {
    * when accepted, or -wait in ms (<= -1) when refused. With `cx` (as in
    * window()), capacity and drain are the cluster's, and this node's parts of
    * them come from core/shm/cluster-limit.ts; the wait is then a lower bound.
+   * `owner` and `key` as in window().
    */
-  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number, cx = -1): number {
+  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number, cx = -1, owner = 0, key = ''): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
-    const d = this.#claim(set, ka, kb, now)
+    const d = this.#claim(set, ka, kb, now, owner, key)
     let drain = drainPerMs
     if (cx >= 0) {
       const x = this.#extras(cx, set, d)
@@ -144,9 +153,9 @@ export class RateTable {
    * The data words of (ka, kb) in `set` (locked), claiming a way when the key
    * is absent: never used, else expired, else least recently seen. A claimed
    * way, or an expired one of the same key, starts empty with its algorithm
-   * tick at `now`.
+   * tick at `now`, and is named `owner`, `key`.
    */
-  #claim (set: number, ka: number, kb: number, now: number): number {
+  #claim (set: number, ka: number, kb: number, now: number, owner: number, key: string): number {
     const i32 = this.i32
     let way = -1
     for (let w = 0; w < RATE_WAYS; w++) {
@@ -184,9 +193,39 @@ export class RateTable {
     way = free >= 0 ? free : expired >= 0 ? expired : lru
     i32[set + RS_KEY_A + way] = ka
     i32[set + RS_KEY_B + way] = kb
+    if (this.names >= 0) writeName(i32, this.names, ((set - this.base) / RATE_SET_WORDS) * RATE_WAYS + way, owner, key)
     const d = set + RS_DATA + way * RATE_DATA_WORDS
     reset(i32, d, now)
     return d
+  }
+
+  /**
+   * Forgets the entry of (ka, kb), as if its source had never come: the way is
+   * free again (and, with `cx`, its cluster extras are dropped). HAProxy's
+   * `clear table <t> key <k>`. False when there was no such entry.
+   */
+  clear (ka: number, kb: number, cx = -1): boolean {
+    const i32 = this.i32
+    const set = this.setOf(kb)
+    lock(i32, set + RS_LOCK)
+    let found = false
+    for (let w = 0; w < RATE_WAYS; w++) {
+      if (i32[set + RS_KEY_A + w] !== ka || i32[set + RS_KEY_B + w] !== kb) continue
+      i32[set + RS_KEY_A + w] = 0
+      i32[set + RS_KEY_B + w] = 0
+      const way = ((set - this.base) / RATE_SET_WORDS) * RATE_WAYS + w
+      if (this.names >= 0) writeName(i32, this.names, way, 0, '')
+      if (cx >= 0) {
+        const x = cx + way * CX_WORDS
+        i32[x + CX_KA] = 0
+        i32[x + CX_OTHERS] = 0
+        i32[x + CX_SYNCED] = 0
+      }
+      found = true
+      break
+    }
+    Atomics.store(i32, set + RS_LOCK, 0)
+    return found
   }
 
   /** Word offset of the cluster extras (from `cx`, core/shm/layout.ts CLUSTER_EXTRA) of the way whose data words are at `d` in `set`. */
@@ -270,44 +309,4 @@ function lock (i32: Int32Array, set: number): void {
 /** Set words needed for a table of `sets` sets (tests build small tables with it). */
 export function rateTableWords (sets: number): number {
   return sets * RATE_SET_WORDS
-}
-
-/**
- * Two independent 32-bit hashes of a key string, in one pass (FNV-1a with two
- * offset bases, each finished with murmur3's fmix32). Results are left in
- * `a` and `b` so hashing allocates nothing.
- */
-export class KeyHasher {
-  a = 0
-  b = 0
-
-  hash (s: string): void {
-    let a = 0x811c9dc5 | 0
-    let b = 0x050c5d1f | 0
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i)
-      a = Math.imul(a ^ c, 0x01000193)
-      b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15)
-    }
-    this.a = fmix32(a)
-    this.b = fmix32(b ^ s.length)
-  }
-}
-
-/** murmur3's 32-bit finaliser: every input bit affects every output bit. */
-export function fmix32 (h: number): number {
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  return h ^ (h >>> 16)
-}
-
-/** The table key of a source hash (a, b) within a middleware instance (seeds): KEY_A is never 0. */
-export function keyA (a: number, seedA: number): number {
-  return fmix32(a ^ seedA) | 1
-}
-
-export function keyB (b: number, seedB: number): number {
-  return fmix32((b + seedB) | 0)
 }

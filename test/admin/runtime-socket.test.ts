@@ -3,14 +3,13 @@
 // messages, show info/stat/sess/servers state, and server commands changing
 // live traffic on every worker, showing in the APIs and surviving a reload.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { statSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { test } from 'node:test'
 import { count, getMany, reloadApplied, simpleConfig, waitFor } from '../helpers.js'
 import { COMMANDS } from '../../core/admin/runtime/commands.js'
-import { backends, golden, json, normalize, requireTool, send, sock, startAdminLb } from './util.js'
+import { backends, golden, json, normalize, requireTool, send, sock, socat, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {
   const [b1, b2] = await backends(2)
@@ -122,13 +121,6 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
 /** `echo cmd | socat`: the client's input ends right after the command. */
 const halfClose = (path: string, text: string): Promise<string> => sock(path, text, true)
 
-function socat (path: string, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = execFile('socat', ['stdio', `unix-connect:${path}`], { encoding: 'utf8', timeout: 10_000 }, (err, out) => err === null ? resolve(out) : reject(err))
-    p.stdin!.end(text)
-  })
-}
-
 test('runtime socket: every command replies in full to a client that half-closes right after it (echo cmd | socat)', async (t) => {
   if (requireTool(t, 'socat', 'socat') === null) return
   const [b1, b2] = await backends(2)
@@ -149,6 +141,8 @@ test('runtime socket: every command replies in full to a client that half-closes
     'enable server': 'enable server web/s1',
     'set weight': 'set weight web/s1 1',
     'get weight': 'get weight web/s1',
+    'show table': 'show table',
+    'clear table': 'clear table nope key 127.0.0.1',
   }
   assert.deepEqual(COMMANDS.map((c) => c.words.join(' ')).sort(), Object.keys(lines).sort(), 'a line for every command')
   const all = [...Object.values(lines), 'help', 'help show', 'show info;show sess;get weight web/s2', 'quit', 'no such command']
@@ -163,7 +157,7 @@ test('runtime socket: every command replies in full to a client that half-closes
   }
   // an empty line is an unknown command, answered with the usage as HAProxy does, then the session closes
   for (const empty of ['\n', '\r\n', ' \t\n\n']) {
-    assert.match(await halfClose(a.sock, empty), /^Unknown command\. Please enter one of the following commands only:\n {2}disable server /, JSON.stringify(empty))
+    assert.match(await halfClose(a.sock, empty), /^Unknown command\. Please enter one of the following commands only:\n {2}clear table /, JSON.stringify(empty))
   }
   // a last line without its newline is run too, then the session closes
   assert.equal(shape(await halfClose(a.sock, 'show sess')), shape(await sock(a.sock, 'show sess')))

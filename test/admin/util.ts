@@ -2,7 +2,7 @@
 // listener, dashboard listener and runtime socket on loopback ports lb picks,
 // socket and HTTP one-liners, and golden files (UPDATE_GOLDEN=1 rewrites them).
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import type { TestContext } from 'node:test'
@@ -87,6 +87,14 @@ export function sock (path: string, line: string, halfClose = false): Promise<st
     c.on('close', () => resolve(out))
     c.on('connect', () => halfClose ? c.end(line) : c.write(line + '\n'))
     c.setTimeout(10_000, () => reject(new Error(`no close within 10 s after ${JSON.stringify(line)}: ${JSON.stringify(out)}`)))
+  })
+}
+
+/** `echo text | socat stdio unix-connect:path`, as an operator runs a command: socat's output. */
+export function socat (path: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = execFile('socat', ['stdio', `unix-connect:${path}`], { encoding: 'utf8', timeout: 10_000 }, (err, out) => err === null ? resolve(out) : reject(err))
+    p.stdin!.end(text)
   })
 }
 

@@ -55,6 +55,33 @@ test('lb check refuses bad [cluster] values with a message naming each', () => {
   refused('url = "rediss://127.0.0.1:6379"\nca_file = "nope.pem"', /cluster\.ca_file: expected a readable PEM file of CA certificates/)
 })
 
+test('lb check: Redis Sentinel, fall and rise, and a rate limit\'s failure_mode', () => {
+  for (const good of [
+    'sentinels = ["redis://127.0.0.1:26379", "redis://[::1]:26380"]\nmaster_name = "lbm"\nsentinel_password_file = "redis.pass"\nfall = 5\nrise = 1',
+    'sentinels = ["rediss://sentinel.example.net"]\nmaster_name = "m"\nusername = "lb"\nsentinel_username = "watch"',
+    'url = "redis://127.0.0.1:6379"\n[middlewares.x]\ntype = "rateLimit"\nalgorithm = "slidingWindow"\nlimit = 1\nscope = "cluster"\nfailure_mode = "closed"',
+  ]) {
+    const r = check(good, { 'redis.pass': 'secret\n' })
+    assert.equal(r.status, 0, `${good}: ${r.out}`)
+  }
+  const s = 'sentinels = ["redis://127.0.0.1:26379"]'
+  refused(`url = "redis://127.0.0.1:6379"\n${s}\nmaster_name = "m"`, /cluster\.url: set url \(one Redis\) or sentinels \(Redis Sentinel\), not both/)
+  refused('sentinels = []\nmaster_name = "m"', /cluster\.sentinels: expected a non-empty array of Sentinel addresses like "redis:\/\/host:26379" or "rediss:\/\/host:26379" \(TLS\), found an array of 0/)
+  refused(s, /cluster\.master_name: expected a string \(required\), found nothing/)
+  refused(`${s}\nmaster_name = "a b"`, /cluster\.master_name: expected the master's name in the sentinels' configuration/)
+  refused('sentinels = ["http://127.0.0.1:1"]\nmaster_name = "m"', /cluster\.sentinels\[0\]: expected a Sentinel address: "redis:\/\/host:port" or "rediss:\/\/host:port" \(TLS\) \(no database, no path\), found "http:\/\/127\.0\.0\.1:1"/)
+  refused('sentinels = ["redis://10.0.0.1:26379"]\nmaster_name = "m"', /cluster\.sentinels\[0\]: 10\.0\.0\.1 is not a loopback address and redis:\/\/ is plain text/)
+  refused('sentinels = ["redis://127.0.0.1:1", "rediss://127.0.0.1:2"]\nmaster_name = "m"', /cluster\.sentinels: every sentinel with one scheme/)
+  refused('sentinels = ["redis://u:pw@127.0.0.1:1"]\nmaster_name = "m"', /cluster\.sentinels\[0\]: a password inside the URL is refused/)
+  refused(`${s}\nmaster_name = "m"\nsentinel_password = "x"\nsentinel_password_file = "p"`, /cluster\.sentinel_password: set sentinel_password or sentinel_password_file, not both/, { p: 'x' })
+  refused('url = "redis://127.0.0.1:6379"\nmaster_name = "m"', /cluster\.master_name: only with sentinels/)
+  refused('url = "redis://127.0.0.1:6379"\nfall = 0', /cluster\.fall: expected an integer from 1 to 100, found number 0/)
+  refused('url = "redis://127.0.0.1:6379"\nrise = "2"', /cluster\.rise: expected an integer from 1 to 100, found (string )?"2"/)
+  const mw = 'url = "redis://127.0.0.1:6379"\n[middlewares.x]\ntype = "rateLimit"\nalgorithm = "slidingWindow"\nlimit = 1\n'
+  refused(`${mw}failure_mode = "closed"`, /middlewares\.x\.failure_mode: only with scope = "cluster" \(a local limit never waits for Redis\)/)
+  refused(`${mw}scope = "cluster"\nfailure_mode = "shut"`, /middlewares\.x\.failure_mode: expected one of "open", "closed", found "shut"/)
+})
+
 test('a password inside the URL is refused and never echoed', () => {
   const r = check('url = "redis://lb:hunter2secret@127.0.0.1:6379"')
   assert.equal(r.status, 1)

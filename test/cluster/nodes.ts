@@ -18,8 +18,12 @@ scope = "cluster"
 export interface NodeOptions {
   /** [middlewares.rl] (default WINDOW) */
   readonly middleware?: string
-  /** extra [cluster] lines */
+  /** extra [cluster] lines (one setting max_wait replaces the tests' 1 s) */
   readonly cluster?: string
+  /** in place of `url`: the [cluster] lines naming Redis (sentinels, master_name) */
+  readonly redis?: string
+  /** more routers and middlewares */
+  readonly extra?: string
 }
 
 export function nodeConfig (backend: Backend, redisUrl: string, name: string, o: NodeOptions = {}): string {
@@ -36,6 +40,7 @@ rule = "PathPrefix(\`/\`)"
 service = "web"
 
 ${o.middleware ?? WINDOW}
+${o.extra ?? ''}
 [services.web]
 [[services.web.servers]]
 name = "s1"
@@ -43,13 +48,15 @@ address = "${backend.address}"
 check = false
 
 [cluster]
-url = "${redisUrl}"
+${o.redis ?? `url = "${redisUrl}"`}
 node = "${name}"
 sync_interval = "100ms"
 node_ttl = "1500ms"
-# the default 50 ms is for a real network; on a test machine shared with other work a loaded
+${/^max_wait\b/m.test(o.cluster ?? '')
+  ? ''
+  : `# the default 50 ms is for a real network; on a test machine shared with other work a loaded
 # Redis may take longer, and these tests are about the cluster, not about a slow Redis
-max_wait = "1s"
+max_wait = "1s"`}
 ${o.cluster ?? ''}
 `
 }
@@ -73,8 +80,15 @@ export interface ClusterFixture {
   readonly nodes: AdminLb[]
 }
 
+export interface FixtureOptions extends NodeOptions {
+  /** more redis-server arguments */
+  readonly redisArgs?: readonly string[]
+  /** node names (default a, b, c) */
+  readonly names?: readonly string[]
+}
+
 /** Registers before/after hooks in the calling suite: a Redis, a backend and nodes a, b, c; everything stopped after. */
-export function clusterFixture (o: NodeOptions = {}): ClusterFixture {
+export function clusterFixture (o: FixtureOptions = {}): ClusterFixture {
   let redis: RedisServer | null = null
   const f: ClusterFixture = {
     get redis () {
@@ -85,9 +99,9 @@ export function clusterFixture (o: NodeOptions = {}): ClusterFixture {
   }
   let backend: Backend | null = null
   before(async () => {
-    redis = await startRedis(redisBinary())
+    redis = await startRedis(redisBinary(), undefined, o.redisArgs)
     backend = await startBackend('web')
-    for (const name of ['a', 'b', 'c']) f.nodes.push(await startNode(backend, redis.url, name, o))
+    for (const name of o.names ?? ['a', 'b', 'c']) f.nodes.push(await startNode(backend, redis.url, name, o))
   })
   after(async () => {
     for (const n of f.nodes) await n.lb.stop()

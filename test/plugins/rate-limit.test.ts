@@ -16,7 +16,7 @@ describe('rateLimit config validation', () => {
       /middlewares\.m\.rate: expected a rate like "10r\/s" or "600r\/m", above 0 and at most 1000000r\/s, found "10 per second"/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 0')), /middlewares\.m\.average: expected an integer from 1 to 1000000000, found number 0/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 5\nnodelay = true')),
-      /middlewares\.m\.nodelay: unknown key \(allowed: algorithm, scope, ipv6_subnet, trusted_proxies, depth, average, period, burst\)/)
+      /middlewares\.m\.nodelay: unknown key \(allowed: algorithm, scope, failure_mode, ipv6_subnet, trusted_proxies, depth, average, period, burst\)/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 5\ntrusted_proxies = ["10.0.0.0/33"]')),
       /middlewares\.m\.trusted_proxies\[0\]: expected an IPv4 or IPv6 address or CIDR like "10\.0\.0\.0\/8" or "2001:db8::\/32", found "10\.0\.0\.0\/33"/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\nalgorithm = "slidingWindow"\nlimit = 5\nperiod = "2d"')),

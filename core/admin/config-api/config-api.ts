@@ -19,6 +19,7 @@ import type { Answer, Request, Route, Surface } from '../http-server.js'
 import { apiInfo, specification } from './config-spec.js'
 import { SERVER_PARAMS, WRITE_PARAMS, backendParam, checkQuery, parseBody, versionParam } from '../api-request.js'
 import { serverView } from '../server-view.js'
+import { tableRoutes } from '../table-api.js'
 import { type Change, TX_STATUSES, type TxStatus, type TxView, Transactions } from './transactions.js'
 
 const BASE = '/v2/services/lb'
@@ -264,6 +265,7 @@ export function configApi (ctx: AdminContext): Surface {
       setAdminState(ctx.shm.i32, slot, serviceSlot, ADMIN_STATES.indexOf(state))
       return { status: 200, json: runtimeServer(ctx, b, req.params.name!, i) }
     }),
+    ...tableRoutes(ctx, BASE, r),
     r('GET', '/v2/info', 'API and system information (Data Plane API info model)', () => ({ status: 200, json: apiInfo(ctx) })),
     r('GET', '/v2/specification', 'the OpenAPI document of the routes lb implements', () => ({ status: 200, json: specification() })),
   ]

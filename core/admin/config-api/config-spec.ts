@@ -37,6 +37,7 @@ const TX_Q = q('transaction_id', { type: 'string' }, 'a transaction in progress:
 const FORCE_Q = q('force_reload', { type: 'boolean' }, 'accepted; lb applies every change at once')
 const BACKEND_Q = q('backend', { type: 'string' }, 'the parent backend (parent_name is accepted too)', true)
 const NAME_P = { name: 'name', in: 'path', required: true, schema: { type: 'string' } }
+const TABLE_Q = q('stick_table', { type: 'string' }, 'the rate limit (its middleware name); parent_name is accepted too', true)
 const WRITE_ERRORS = { 400: err('bad request: unparsable body, unknown query parameter, unknown transaction, validation error'), 406: err('outdated transaction (?transaction_id): a write since it opened'), 409: err('exists, or version mismatch'), 415: err('not JSON'), 422: err('schema violation (go-openapi codes 6xx)') }
 /** a read with ?transaction_id */
 const TX_READ_ERRORS = { 400: err('unknown transaction'), 406: err('outdated transaction: a write since it opened') }
@@ -97,6 +98,42 @@ const SCHEMAS: Obj = {
       port: { type: 'integer' },
       admin_state: { type: 'string', enum: ['ready', 'maint', 'drain'] },
       operational_state: { type: 'string', enum: ['up', 'down', 'stopping'] },
+    },
+  },
+  stick_table: {
+    type: 'object',
+    required: ['name', 'type', 'size', 'used', 'fields'],
+    additionalProperties: false,
+    description: 'a rateLimit middleware as a stick table, keyed by source address',
+    properties: {
+      name: { type: 'string' },
+      type: { type: 'string', enum: ['ip'] },
+      size: { type: 'integer', description: 'entries the table holds, shared by the limits of one scope' },
+      used: { type: 'integer' },
+      fields: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['field', 'type'],
+          additionalProperties: false,
+          properties: { field: { type: 'string', enum: ['http_req_rate', 'cluster_req_rate', 'bucket_level', 'cluster_bucket_level'] }, type: { type: 'string', enum: ['rate', 'counter'] }, period: { type: 'integer' } },
+        },
+      },
+    },
+  },
+  stick_table_entry: {
+    type: 'object',
+    required: ['id', 'key', 'use', 'exp'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string' },
+      key: { type: 'string', description: 'the source address (an IPv6 one as the network the limit counts by)' },
+      use: { type: 'boolean' },
+      exp: { type: 'integer', description: 'ms until the entry expires' },
+      http_req_rate: { type: 'integer', description: 'slidingWindow: this node\'s requests in the sliding period' },
+      cluster_req_rate: { type: 'integer', description: 'slidingWindow, scope = "cluster": every node\'s, the others\' as of the last sync' },
+      bucket_level: { type: 'integer', description: 'tokenBucket, leakyBucket: requests in this node\'s bucket' },
+      cluster_bucket_level: { type: 'integer', description: 'buckets, scope = "cluster": every node\'s, the others\' as of the last sync' },
     },
   },
   info: {
@@ -202,6 +239,27 @@ function servicePaths (base: string, suffix: string): Obj {
     },
     [`${base}/runtime/servers`]: {
       get: { operationId: id('getRuntimeServers'), parameters: [BACKEND_Q], responses: { 200: json({ type: 'array', items: ref('runtime_server') }, 'live state of the servers', false), 404: err('no such backend') } },
+    },
+    [`${base}/runtime/stick_tables`]: {
+      get: { operationId: id('getStickTables'), responses: { 200: json({ type: 'array', items: ref('stick_table') }, 'every rate limit as a stick table', false) } },
+    },
+    [`${base}/runtime/stick_tables/{name}`]: {
+      parameters: [NAME_P],
+      get: { operationId: id('getStickTable'), responses: { 200: json(ref('stick_table'), 'one rate limit as a stick table', false), 404: err('no such rate limit') } },
+    },
+    [`${base}/runtime/stick_table_entries`]: {
+      get: {
+        operationId: id('getStickTableEntries'),
+        parameters: [TABLE_Q, q('key', { type: 'string' }, 'one source address'), q('filter', { type: 'string' }, 'data.<type> <operator> <value>, comma-separated'),
+          q('count', { type: 'integer' }, 'at most this many entries'), q('offset', { type: 'integer' }, 'entries skipped first')],
+        responses: { 200: json({ type: 'array', items: ref('stick_table_entry') }, 'the entries, highest count first', false), 400: err('bad key or filter'), 404: err('no such rate limit'), 422: err('stick_table missing, bad count or offset') },
+      },
+      delete: {
+        operationId: id('deleteStickTableEntry'),
+        description: 'lb\'s extension (the runtime socket\'s clear table <t> key <k>): forgets one source; for a scope = "cluster" limit on every node',
+        parameters: [TABLE_Q, q('key', { type: 'string' }, 'the source address', true)],
+        responses: { 204: { description: 'forgotten' }, 400: err('unknown query parameter, or a key that is not an address'), 404: err('no such rate limit'), 422: err('stick_table or key missing'), 503: err('Redis did not answer: forgotten on this node only') },
+      },
     },
     [`${base}/runtime/servers/{name}`]: {
       parameters: [NAME_P],

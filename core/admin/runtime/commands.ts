@@ -12,6 +12,7 @@ import type { AdminContext } from '../context.js'
 import { ALL_STATS, type StatFilter, showInfo, showServersState, showStat } from './haproxy-stats.js'
 import { showSess } from './show-sess.js'
 import { showCluster } from './show-cluster.js'
+import { clearTable, showTable } from './show-table.js'
 
 /** Output lines of one command, without the terminating empty line (commands never print an empty line). */
 export type Output = string[]
@@ -100,6 +101,14 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['show', 'cluster'], usage: 'show cluster', help: 'report this node, the live nodes of the cluster, Redis health and the last sync', mutates: false,
     handler: (ctx) => showCluster(ctx),
+  },
+  {
+    words: ['show', 'table'], usage: 'show table [<table> [<filter>]*]', help: 'report table usage stats or dump a rate limit\'s entries (filter: data/key)', mutates: false,
+    handler: (ctx, args) => showTable(ctx, args),
+  },
+  {
+    words: ['clear', 'table'], usage: 'clear table <table> [<filter>]*', help: 'remove an entry from a rate limit\'s table (filter: data/key)', mutates: true,
+    handler: (ctx, args) => clearTable(ctx, args),
   },
   {
     words: ['show', 'servers', 'state'], usage: 'show servers state [<backend>]', help: 'dump volatile server information for all known backends', mutates: false,

@@ -11,8 +11,12 @@ export function clusterLines (s: ClusterStatus): string[] {
   return [
     `Node: ${s.node}`,
     `Redis: ${s.redis}`,
+    `Redis_address: ${s.redisAddress === '' ? '-' : s.redisAddress}`,
     `Redis_up: ${s.redisUp ? 1 : 0}`,
     `Redis_downs: ${s.redisDowns}`,
+    `Redis_ups: ${s.redisUps}`,
+    `Redis_slow_replies: ${s.redisSlowReplies}`,
+    `Redis_errors: ${s.redisErrors}`,
     `Nodes: ${s.nodes.length}`,
     `Members: ${s.nodes.join(' ')}`,
     `Last_heartbeat: ${ago(s.lastHeartbeat)}`,
@@ -21,6 +25,7 @@ export function clusterLines (s: ClusterStatus): string[] {
     `Sync_sources: ${s.syncSources}`,
     `Refused_cluster: ${s.refusedCluster}`,
     `Refused_local: ${s.refusedLocal}`,
+    `Refused_unavailable: ${s.refusedUnavailable}`,
   ]
 }
 
@@ -36,11 +41,12 @@ export function clusterOverview (ctx: Pick<AdminContext, 'cluster'>): object | n
   return {
     node: s.node,
     redis: s.redis,
+    redisAddress: s.redisAddress,
     redisUp: s.redisUp,
     nodes: s.nodes,
     lastSync: s.lastSync === 0 ? null : new Date(s.lastSync).toISOString(),
     lastHeartbeat: s.lastHeartbeat === 0 ? null : new Date(s.lastHeartbeat).toISOString(),
     syncSeconds: s.syncSeconds,
-    refused: { cluster: s.refusedCluster, local: s.refusedLocal },
+    refused: { cluster: s.refusedCluster, local: s.refusedLocal, unavailable: s.refusedUnavailable },
   }
 }

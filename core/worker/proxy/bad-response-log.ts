@@ -10,8 +10,8 @@
 // after a quiet window says how many were left out. The reasons are the
 // parser's fixed set, so the table stays small; it is emptied if it ever grows
 // past MAX_KEYS (servers come and go with reloads).
-import { now } from '../clock.js'
-import type { Logger } from '../log.js'
+import { now } from '../../clock.js'
+import type { Logger } from '../../log.js'
 
 const WINDOW_MS = 10_000
 const MAX_KEYS = 4096
