@@ -20,6 +20,8 @@ export type { Ctx, Reply } from './worker/context.js'
 export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
 // the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window
 export { type ClusterTable, clusterTable, countClusterRefusal } from './shm/cluster-table.js'
+// revoked sessions, shared by every worker (and, through env.shareRevocation, by every node): a logout's entry
+export { type Revocation, ADDED, KEPT, REDUNDANT, RESET, Revocations, revocationKey, unixNow } from './shm/revocations.js'
 // the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
 export { sumGlobal, sumServer } from './shm/counters.js'
 // authentication: htpasswd entries and a bounded cache of verdicts
