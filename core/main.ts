@@ -71,7 +71,7 @@ export async function run (configPath: string): Promise<Running> {
   const revocations = new RevocationHub(shm.i32, config.global.stateDir, log)
   revocations.load()
   // cluster mode: loaded only with [cluster] (no Redis client otherwise); Redis may be down, the node starts anyway
-  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log)
+  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log, revocations)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only

@@ -3,12 +3,14 @@
 // otherwise. It joins the membership and runs the rate-limit sync; the shared
 // configuration state runs on the same connection (core/cluster/shared-config.ts).
 import { type ClusterConf, redact } from '../config/cluster.js'
+import type { RevocationHub } from '../control/revocations.js'
 import type { Logger } from '../log.js'
 import { CLH_REFUSED_CLUSTER, CLH_REFUSED_LOCAL, CLUSTER_BASE } from '../shm/layout.js'
 import { RedisHealth } from './health.js'
 import { Membership } from './membership.js'
 import { RateSync } from './rate-sync.js'
 import { type Redis, openRedis } from './redis.js'
+import { RevocationSync } from './revocations.js'
 import { type SharedConfig, sharedConfig } from './shared-config.js'
 import type { ClusterStatus } from './status.js'
 
@@ -19,10 +21,11 @@ export class Cluster {
   readonly #i32: Int32Array
   readonly #membership: Membership
   readonly #rates: RateSync
+  readonly #revocations: RevocationSync
   /** the config API's state shared by the nodes (core/admin/config-store.ts uses it) */
   readonly config: SharedConfig
 
-  private constructor (conf: ClusterConf, redis: Redis, i32: Int32Array, health: RedisHealth, config: SharedConfig) {
+  private constructor (conf: ClusterConf, redis: Redis, i32: Int32Array, health: RedisHealth, config: SharedConfig, log: Logger, hub: RevocationHub) {
     this.health = health
     this.config = config
     this.conf = conf
@@ -30,15 +33,20 @@ export class Cluster {
     this.#i32 = i32
     this.#membership = new Membership(redis, conf, i32, this.health)
     this.#rates = new RateSync(redis, conf, i32, this.health)
+    this.#revocations = new RevocationSync(redis, conf, health, log, hub, () => this.#membership.nodes)
   }
 
-  /** Connects (in the background: Redis may be down) and starts heartbeats and the rate sync. */
-  static async start (conf: ClusterConf, i32: Int32Array, log: Logger): Promise<Cluster> {
+  /**
+   * Connects (in the background: Redis may be down) and starts heartbeats and the rate sync; the
+   * session revocations of the cluster are read into `hub` before this resolves (when Redis answers).
+   */
+  static async start (conf: ClusterConf, i32: Int32Array, log: Logger, hub: RevocationHub): Promise<Cluster> {
     const health = new RedisHealth(i32, log, conf.url)
     const redis = await openRedis(conf, `lb:${conf.node}`, (r) => health.watch(r))
-    const c = new Cluster(conf, redis, i32, health, await sharedConfig(redis, conf, health))
+    const c = new Cluster(conf, redis, i32, health, await sharedConfig(redis, conf, health), log, hub)
     c.#membership.start()
     c.#rates.start()
+    await c.#revocations.start()
     log.info('cluster: joining', { node: conf.node, redis: redact(conf.url), sync_interval_ms: conf.syncIntervalMs })
     return c
   }
@@ -62,6 +70,7 @@ export class Cluster {
   /** Leaves the membership and closes the connection. */
   async close (): Promise<void> {
     this.#rates.stop()
+    this.#revocations.close()
     this.config.close()
     await this.#membership.leave()
     this.redis.disconnect()
