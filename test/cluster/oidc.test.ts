@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type AdminLb, restartLb, startAdminLb } from '../admin/util.js'
-import { type Backend, freePort, request, sleep } from '../helpers.js'
-import { type Idp, Client, echo, secrets, startIdp } from '../plugins/oidc-idp.js'
+import { type Backend, freePort, request } from '../helpers.js'
+import { type Idp, Client, echo, everyWorker, secrets, startIdp } from '../plugins/oidc-idp.js'
 import { mwConfig } from '../plugins/setup.js'
 import { metric, until } from './nodes.js'
 import { type RedisServer, redisBinary, startRedis } from './redis.js'
@@ -25,13 +25,7 @@ node_ttl = "1500ms"
 # the default 50 ms is for a real network; these tests are about revocations, not a slow Redis
 max_wait = "1s"
 `
-  /** both workers of `n` send browsers to the provider: ten in a row, each on a connection of its own */
-  const loaded = async (n: AdminLb): Promise<void> => {
-    for (let streak = 0, end = Date.now() + 15_000; streak < 10; streak = (await request(`${n.lb.url}/`)).status === 302 ? streak + 1 : 0) {
-      if (Date.now() > end) assert.fail('the middleware never loaded the provider')
-      await sleep(20)
-    }
-  }
+  const loaded = async (n: AdminLb): Promise<void> => { await everyWorker(`${n.lb.url}/`, 302) }
   before(async () => {
     redis = await startRedis(redisBinary())
     backend = await echo()
