@@ -161,3 +161,11 @@ export class Issuer {
     this.#timer.unref()
   }
 }
+
+/** A failure to reach the provider (connection, time-out, 5xx), as opposed to a refusal by it. */
+export function isNetwork (err: unknown): boolean {
+  const e = err as { name?: string, message?: string, status?: number, cause?: unknown }
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || (e?.name === 'TypeError' && e.message === 'fetch failed')) return true
+  if (typeof e?.status === 'number' && e.status >= 500) return true
+  return e?.cause !== undefined && e.cause !== err && isNetwork(e.cause)
+}

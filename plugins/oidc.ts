@@ -31,7 +31,7 @@ import * as client from 'openid-client'
 import { claimHeaders, refusal, userOf } from './oidc-claims.js'
 import { type OidcConf, validateOidc } from './oidc-config.js'
 import { type CookieAttrs, type Session, CookieSealer, cookieValue, setCookie } from './oidc-cookie.js'
-import { Issuer, reason } from './oidc-issuer.js'
+import { Issuer, isNetwork, reason } from './oidc-issuer.js'
 import { Live, SessionPath, sessionSubject } from './oidc-session.js'
 
 const LOGIN_TTL_MS = 10 * 60_000
@@ -297,11 +297,3 @@ export default definePlugin<OidcConf>({
     }
   },
 })
-
-/** A failure to reach the provider (connection, time-out, 5xx), as opposed to a refusal by it. */
-function isNetwork (err: unknown): boolean {
-  const e = err as { name?: string, message?: string, status?: number, cause?: unknown }
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || (e?.name === 'TypeError' && e.message === 'fetch failed')) return true
-  if (typeof e?.status === 'number' && e.status >= 500) return true
-  return e?.cause !== undefined && e.cause !== err && isNetwork(e.cause)
-}
