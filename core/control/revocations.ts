@@ -67,6 +67,8 @@ export class RevocationHub {
       else bad++
     }
     if (bad > 0) this.#log.warn('session revocations file: lines skipped', { file: this.#path, lines: bad })
+    // a table made smaller since (limits.session_revocations) may not hold the file's entries
+    if (this.table.resets() > 0) this.#log.error(formatError('LB_ERR_REVOCATIONS_FULL', { node: 'this node', time: new Date(this.table.epoch() * 1000).toISOString() }), { code: 'LB_ERR_REVOCATIONS_FULL', file: this.#path })
     this.#epoch = this.table.epoch()
     this.#rewrite()
   }

@@ -33,7 +33,7 @@ import { lock } from './rate-table.js'
 /** a GEN odd for longer than this belongs to a writer that died inside its change (a terminated worker), ms */
 const STALE_WRITE_MS = 250
 
-/** add(): a new entry; an entry of the key was there and now holds the later times; nothing to do (over, or under the epoch); the table was full. */
+/** add(): a new entry; an entry of the key was there and now holds the later times; nothing to do (over, under the epoch, or there already); the table was full. */
 export const ADDED = 0
 export const KEPT = 1
 export const REDUNDANT = 2
@@ -159,12 +159,11 @@ export class Revocations {
       const b = this.#second(r.ka, r.kb)
       const found = this.#find(a, r.ka, r.kb) ?? this.#find(b, r.ka, r.kb)
       if (found !== null) {
-        const later = r.exp > (i32[found + RV_EXP]! >>> 0) || r.at > (i32[found + RV_AT]! >>> 0)
-        if (later) {
-          writing = this.#begin()
-          if (r.exp > (i32[found + RV_EXP]! >>> 0)) i32[found + RV_EXP] = r.exp | 0
-          if (r.at > (i32[found + RV_AT]! >>> 0)) i32[found + RV_AT] = r.at | 0
-        }
+        // the same entry again (a node reading the cluster's) changes nothing
+        if (r.exp <= (i32[found + RV_EXP]! >>> 0) && r.at <= (i32[found + RV_AT]! >>> 0)) return REDUNDANT
+        writing = this.#begin()
+        if (r.exp > (i32[found + RV_EXP]! >>> 0)) i32[found + RV_EXP] = r.exp | 0
+        if (r.at > (i32[found + RV_AT]! >>> 0)) i32[found + RV_AT] = r.at | 0
         return KEPT
       }
       writing = this.#begin()

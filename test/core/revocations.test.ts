@@ -25,6 +25,7 @@ test('a revoked key refuses its sessions born until the revocation, until the en
   assert.equal(t.revoked(ka, kb, NOW - 10, NOW + 100), false, 'the entry is over with the session')
   const [oa, ob] = key()
   assert.equal(t.revoked(oa, ob, NOW - 10, NOW), false, 'another key')
+  assert.equal(t.add({ ka, kb, at: NOW, exp: NOW + 100 }, NOW), REDUNDANT, 'the same entry again changes nothing')
   assert.equal(t.add({ ka, kb, at: NOW + 5, exp: NOW + 200 }, NOW + 5), KEPT, 'the same key again keeps the later times')
   assert.equal(t.revoked(ka, kb, NOW + 3, NOW + 150), true)
   assert.equal(t.add({ ka, kb, at: NOW, exp: NOW - 1 }, NOW), REDUNDANT, 'an entry already over')
