@@ -66,6 +66,8 @@ export const ERRORS = {
   LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
   LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },
   LB_ERR_OIDC_FORBIDDEN: { status: 403, message: 'user {user} is not allowed here: {reason}' },
+  // session revocations (core/control/revocations.ts), logged
+  LB_ERR_REVOCATIONS_FULL: { status: 0, message: 'the session revocation table of {node} was full (limits.session_revocations): every session born until {time} is refused and its user logs in again' },
   // generation endpoint (core/gen), answered in the caller's API shape (core/api-errors.ts): Ollama's or OpenAI's error body
   LB_ERR_GEN_PROMPT_TOO_LARGE: { status: 413, message: 'prompt of {size} bytes is larger than the limit generation.max_prompt_bytes = {limit}' },
   LB_ERR_GEN_PROMPT_TOO_LONG: { status: 400, message: 'the input is longer than the limit of {limit} tokens ({why}) and "truncate" is false' },

@@ -17,6 +17,7 @@ import { initFaults } from './control/faults.js'
 import { HealthChecker } from './control/health-check.js'
 import { SlotRegistry } from './control/slots.js'
 import { Supervisor } from './control/supervisor.js'
+import { RevocationHub } from './control/revocations.js'
 import { withBoundPorts } from './control/bound-ports.js'
 import { ServiceNotifier } from './control/sd-notify.js'
 import { AcmeManager } from './acme/manager.js'
@@ -65,11 +66,14 @@ export async function run (configPath: string): Promise<Running> {
   // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
   const limits = config.limits
   const caps = chooseCapacities(limits, config)
-  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON)
+  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON, limits.sessionRevocations)
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
+  // revoked sessions this node kept before a restart, in the table before any worker reads it
+  const revocations = new RevocationHub(shm.i32, config.global.stateDir, log)
+  revocations.load()
   // cluster mode: loaded only with [cluster] (no Redis client otherwise); Redis may be down, the node starts anyway
-  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log)
+  const cluster: Cluster | null = config.cluster === null ? null : await (await import('./cluster/index.js')).Cluster.start(config.cluster, shm.i32, log, revocations)
   const slots = new SlotRegistry(shm)
   let generation = 1
   // the generation endpoint listens before any worker can route to its socket; it runs only
@@ -79,6 +83,7 @@ export async function run (configPath: string): Promise<Running> {
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
+  supervisor.onRevoke = (r) => revocations.local(r)
   const health = new HealthChecker(shm, log)
   // ACME certificates: taken from storage or ordered once the workers run (until then the default certificate serves)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
@@ -96,6 +101,7 @@ export async function run (configPath: string): Promise<Running> {
       // uWS's head limit was fixed when its binary loaded (loadUws)
       const nextLimits = candidate.limits.maxHeaderBytes === config.limits.maxHeaderBytes ? candidate.limits : { ...candidate.limits, maxHeaderBytes: config.limits.maxHeaderBytes }
       if (nextLimits !== candidate.limits) log.warn('limits.max_header_bytes needs a restart; its running value stays', { running: config.limits.maxHeaderBytes })
+      if (candidate.limits.sessionRevocations !== limits.sessionRevocations) log.warn('limits.session_revocations needs a restart; the table keeps its size', { running: limits.sessionRevocations })
       const next: Config = { ...candidate, ...Object.fromEntries(STATIC_KEYS.map((k) => [k, config[k]])), limits: nextLimits }
       if (gen === null && wantGen(next)) {
         // the first generate service: start the endpoint (with the running [generation] settings) before routing to it

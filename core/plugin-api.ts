@@ -22,6 +22,8 @@ export { KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-tabl
 export { type ClusterTable, clusterDown, clusterTable, countClusterRefusal, countUnavailable } from './shm/cluster-table.js'
 // what a rate limit tells `show table` and the config API about its entries
 export type { LimitTable } from './shm/rate-entries.js'
+// revoked sessions, shared by every worker (and, through env.shareRevocation, by every node): a logout's entry
+export { type Revocation, ADDED, KEPT, REDUNDANT, RESET, Revocations, revocationKey, unixNow } from './shm/revocations.js'
 // the shared counters: totals over every worker's stripe (ids in core/shm/layout.ts)
 export { sumGlobal, sumServer } from './shm/counters.js'
 // authentication: htpasswd entries and a bounded cache of verdicts

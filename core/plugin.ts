@@ -12,6 +12,7 @@ import type { Transform } from 'node:stream'
 import type { Checker, Table } from './config/check.js'
 import type { Logger } from './log.js'
 import type { Shm } from './shm/layout.js'
+import type { Revocation } from './shm/revocations.js'
 import type { Ctx } from './worker/request/context.js'
 
 /**
@@ -77,6 +78,14 @@ export interface PluginEnv {
    * (e.g. a provider it cannot reach). Optional: an lb without it ignores the call.
    */
   readonly setStatus?: (status: PluginStatus, message: string) => void
+  /**
+   * Shares a revocation the instance has added to this node's table (`Revocations` of `lb/plugin`, which
+   * every worker of the node reads at once) with the control plane: it keeps it in the state folder (a
+   * restart keeps it) and, with [cluster], hands it to every other node. Resolves once every live node has
+   * it, or after a bound (docs/cluster.md, "Session revocations"); never rejects. Optional: an lb without it
+   * keeps revocations in this node's memory only.
+   */
+  readonly shareRevocation?: (r: Revocation) => Promise<void>
 }
 
 export type PluginStatus = 'enabled' | 'warning'

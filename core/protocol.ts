@@ -3,6 +3,7 @@
 // `never` check. Configs cross as plain data (structured clone).
 import type { Config } from './config/load.js'
 import type { PluginStatus } from './plugin.js'
+import type { Revocation } from './shm/revocations.js'
 
 /** Shared-memory slots of services and servers ("service/server"), assigned by the control plane. */
 export interface Slots {
@@ -63,6 +64,8 @@ export type ToWorker =
   | { readonly type: 'config', readonly generation: number, readonly config: Config, readonly slots: Slots }
   /** the ACME certificates and challenge answers to serve from now on; acknowledged with 'acme-applied' */
   | { readonly type: 'acme', readonly seq: number, readonly state: AcmeState }
+  /** the revocation the worker shared as `seq` is kept and shared by the control plane (or given up on: it never fails the worker) */
+  | { readonly type: 'revoked', readonly seq: number }
   /** stop accepting, let requests in flight finish for `timeoutMs`, cut those left (503), then exit 0 */
   | { readonly type: 'drain', readonly timeoutMs: number }
 
@@ -75,5 +78,7 @@ export type FromWorker =
   | { readonly type: 'fatal', readonly index: number, readonly message: string }
   /** the drain deadline passed with `count` requests (and tunnels) still open: they were cut */
   | { readonly type: 'cut', readonly index: number, readonly count: number }
+  /** a revocation a middleware added to the shared table (PluginEnv.shareRevocation): to keep and to share; answered with 'revoked' */
+  | { readonly type: 'revoke', readonly index: number, readonly seq: number, readonly revocation: Revocation }
   /** a middleware instance's state for the dashboard API (PluginEnv.setStatus) */
   | { readonly type: 'status', readonly index: number, readonly generation: number, readonly middleware: string, readonly status: PluginStatus, readonly message: string }

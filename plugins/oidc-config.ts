@@ -41,6 +41,8 @@ export interface OidcConf {
   readonly bearer: boolean
   /** the audience bearer tokens must carry. Default: the client id */
   readonly bearerAudience: string
+  /** forward lb's session cookie to the backend in the Cookie header (it is a bearer credential: whoever holds it is the user). Default: false */
+  readonly forwardSessionCookie: boolean
   /** provider metadata and keys are fetched again this often (ms). Default: 1 h */
   readonly discoveryRefreshMs: number
   /** time-out of each request to the provider (ms). Default: 5 s */
@@ -49,7 +51,7 @@ export interface OidcConf {
 
 const KEYS = ['issuer', 'client_id', 'client_secret', 'client_secret_file', 'redirect_path', 'scopes', 'cookie_secret_file', 'cookie_name',
   'cookie_domain', 'session_lifetime', 'refresh_before', 'allowed_email_domains', 'claim_match', 'forward_claims', 'logout_path',
-  'post_logout_redirect', 'skip_paths', 'bearer', 'bearer_audience', 'discovery_refresh', 'timeout']
+  'post_logout_redirect', 'skip_paths', 'bearer', 'bearer_audience', 'forward_session_cookie', 'discovery_refresh', 'timeout']
 const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'authorization', 'cookie'])
 const MAX_LIFETIME_MS = 20 * 24 * 3_600_000
@@ -153,6 +155,7 @@ export function validateOidc (c: Checker, t: Table, path: string, baseDir: strin
     skipPaths,
     bearer: c.bool(t, 'bearer', path, true),
     bearerAudience: c.string(t, 'bearer_audience', path, clientId),
+    forwardSessionCookie: c.bool(t, 'forward_session_cookie', path, false),
     discoveryRefreshMs: c.duration(t, 'discovery_refresh', path, 3_600_000, 1_000),
     timeoutMs: c.duration(t, 'timeout', path, 5_000, 100),
   }

@@ -16,6 +16,10 @@ const PREFIX = 'v1.'
 
 /** A signed-in user, as the session cookie carries it. Times are ms since the epoch. */
 export interface Session {
+  /** the session's id (random, 128 bits): a logout revokes it (core/shm/revocations.ts); refreshed cookies keep it */
+  readonly i: string
+  /** when the session was born (the login) */
+  readonly b: number
   /** the user name for the access log (email, else sub) */
   readonly u: string
   /** flat [header, value, ...] of forwarded claims, header names lower-case */
@@ -64,10 +68,14 @@ export class CookieSealer {
   sealSession (s: Session): string { return this.#seal(s, this.#aadSession) }
   sealLogin (l: Login): string { return this.#seal(l, this.#aadLogin) }
 
-  /** The session in a cookie value, or null when it is not one this key sealed (or is malformed). Expiry is the caller's. */
+  /**
+   * The session in a cookie value, or null when it is not one this key sealed (or is malformed, or
+   * has no id: sealed by an lb before revocations, which such a session could outlive). Expiry and
+   * revocation are the caller's.
+   */
   openSession (v: string): Session | null {
     const o = this.#open(v, this.#aadSession) as Session | null
-    return o !== null && typeof o.u === 'string' && Array.isArray(o.h) && typeof o.e === 'number' && typeof o.t === 'number' && typeof o.r === 'string' ? o : null
+    return o !== null && typeof o.i === 'string' && o.i !== '' && typeof o.b === 'number' && typeof o.u === 'string' && Array.isArray(o.h) && typeof o.e === 'number' && typeof o.t === 'number' && typeof o.r === 'string' ? o : null
   }
 
   openLogin (v: string): Login | null {
@@ -113,6 +121,38 @@ export function cookieValue (header: string, name: string): string {
     i = stop + 1
   }
   return ''
+}
+
+/**
+ * A Cookie header without the cookies named `a` or `b` (every one of them), the others byte for byte as
+ * sent: their order, the separators between them, a trailing ";". Returns `header` itself when neither is
+ * in it, '' when nothing else is. A name matches whole: "x_a", "a2" or "a_login" (unless it is `b`) stay.
+ */
+export function withoutCookies (header: string, a: string, b: string): string {
+  if (!header.includes(a) && !header.includes(b)) return header
+  let out = ''
+  let kept = 0
+  let removed = false
+  for (let i = 0; i <= header.length;) {
+    const end = header.indexOf(';', i)
+    const stop = end < 0 ? header.length : end
+    let j = i
+    while (header.charCodeAt(j) === 32 || header.charCodeAt(j) === 9) j++
+    const ours = isCookie(header, j, a) || isCookie(header, j, b)
+    if (ours) removed = true
+    else {
+      // a segment keeps the white space before it, except the first one kept after a removed first
+      out += kept === 0 ? (i === 0 ? header.slice(i, stop) : header.slice(j, stop)) : ';' + header.slice(i, stop)
+      kept++
+    }
+    if (end < 0) break
+    i = end + 1
+  }
+  return removed ? out : header
+}
+
+function isCookie (header: string, at: number, name: string): boolean {
+  return header.startsWith(name, at) && header.charCodeAt(at + name.length) === 61 /* = */
 }
 
 export interface CookieAttrs {

@@ -3,36 +3,42 @@
 // with PKCE, state and nonce, through openid-client); the callback checks the
 // state, exchanges the code, verifies the ID token (signature by the
 // provider's keys, iss, aud, exp, nonce) and sets a sealed session cookie
-// (oidc-cookie.ts: no server-side store, so every worker of every node reads
-// it). Requests that want JSON (Accept: application/json, or an XHR) get 401
-// instead of a redirect. A bearer JWT access token of the same provider is
-// accepted too, for APIs. Chosen claims go upstream as headers; client-sent
-// headers of those names never do.
+// (oidc-cookie.ts: every worker of every node with the key reads it).
+// Requests that want JSON (Accept: application/json, or an XHR) get 401
+// instead of a redirect; while the provider does not answer, both get 503. A
+// bearer JWT access token of the same provider is accepted too, for APIs.
+// Chosen claims go upstream as headers; client-sent headers of those names
+// never do, nor do lb's own cookies (oidc-session.ts).
+//
+// Logout revokes the session: its id goes into the node's shared revocation
+// table, which every worker reads (core/shm/revocations.ts), and through the
+// control plane to the state folder and every other node (env.shareRevocation);
+// the answer waits until every live node has it. A copy of the cookie taken
+// before the logout is refused from then on, wherever it is sent.
 //
 // Per request with a valid session cookie: one cache lookup keyed by the
-// cookie (a cookie is opened once per cache lifetime); from `refresh_before`
-// ahead of the tokens' expiry the refresh token gets new ones and a new cookie.
+// cookie (a cookie is opened once per cache lifetime) and the checks of
+// oidc-session.ts; from `refresh_before` ahead of the tokens' expiry the
+// refresh token gets new ones and a new cookie (the same session id).
 // Everything that talks to the provider is async and off the cached path;
 // metadata and keys come from oidc-issuer.ts, loaded in the background.
-import { type Ctx, type Reply, type Verdict, HANDLED, NEXT, VerdictCache, addResponseHeaders, addUpstreamHeaders, definePlugin, dropRequestHeaders, formatError, now } from 'lb/plugin'
+import { randomBytes } from 'node:crypto'
+import {
+  type Ctx, type Reply, type Verdict, HANDLED, NEXT, Revocations, VerdictCache, addResponseHeaders, definePlugin,
+  formatError, now, revocationKey, unixNow,
+} from 'lb/plugin'
 import * as client from 'openid-client'
 import { claimHeaders, refusal, userOf } from './oidc-claims.js'
 import { type OidcConf, validateOidc } from './oidc-config.js'
 import { type CookieAttrs, type Session, CookieSealer, cookieValue, setCookie } from './oidc-cookie.js'
-import { Issuer, reason } from './oidc-issuer.js'
+import { Issuer, isNetwork, reason } from './oidc-issuer.js'
+import { Live, SessionPath, sessionSubject } from './oidc-session.js'
 
 const LOGIN_TTL_MS = 10 * 60_000
 const CACHE_SIZE = 4096
 /** a refresh the provider could not answer is tried again after this (ms) */
 const REFRESH_RETRY_MS = 10_000
 const TEXT = 'text/plain; charset=utf-8'
-
-/** A session as the request path uses it: the cookie's content plus when to refresh. */
-interface Live {
-  readonly s: Session
-  /** clock tick (now(), wrapping int32 ms) from which the tokens are refreshed; meaningful when s.r !== '' */
-  readonly refreshAt: number
-}
 
 function reply (status: number, body: string, headers: string[] = []): Reply {
   return { status, headers: ['content-type', TEXT, 'cache-control', 'no-store', ...headers], body: body + '\n' }
@@ -57,7 +63,8 @@ export default definePlugin<OidcConf>({
     const bearerCache = new VerdictCache<Session>(CACHE_SIZE, 60_000)
     /** refreshes in flight by refresh token: concurrent requests of one session share one */
     const refreshing = new Map<string, Promise<Session | null>>()
-    const drop = conf.forward.map(([, h]) => h)
+    const revocations = new Revocations(env.shm.i32)
+    const sessions = new SessionPath(conf, revocations)
     const lifetimeS = Math.floor(conf.sessionLifetimeMs / 1000)
     const unauthorized = Object.freeze(reply(401, formatError('LB_ERR_UNAUTHORIZED'), ['www-authenticate', 'Bearer realm="oidc"'])) as Reply
     const badToken = Object.freeze(reply(401, formatError('LB_ERR_UNAUTHORIZED'), ['www-authenticate', 'Bearer realm="oidc", error="invalid_token"'])) as Reply
@@ -67,10 +74,8 @@ export default definePlugin<OidcConf>({
     /** the answer while the provider's metadata is not loaded */
     const unavailable = (): Reply => reply(503, formatError('LB_ERR_OIDC_UNAVAILABLE', { issuer: conf.issuer, reason: issuer.error === '' ? 'metadata not loaded yet' : issuer.error }), ['retry-after', '5'])
 
-    const accept = (ctx: Ctx, s: Session): Verdict => {
-      ctx.user = s.u
-      if (drop.length > 0) dropRequestHeaders(ctx, drop)
-      if (s.h.length > 0) addUpstreamHeaders(ctx, s.h)
+    const accept = (ctx: Ctx, l: Live): Verdict => {
+      sessions.accept(ctx, l)
       return NEXT
     }
     const answer = (ctx: Ctx, r: Reply): Verdict => {
@@ -78,8 +83,10 @@ export default definePlugin<OidcConf>({
       return HANDLED
     }
     // sessions last at most 20 days (validated), well inside the tick's 24.8-day wrap
-    const live = (s: Session): Live => ({ s, refreshAt: (now() + Math.max(0, s.t - conf.refreshBeforeMs - Date.now())) | 0 })
+    const live = (s: Session): Live => new Live(s, (now() + Math.max(0, s.t - conf.refreshBeforeMs - Date.now())) | 0)
     const sessionOf = (tokens: client.TokenEndpointResponse, claims: Record<string, unknown>, prev: Session | null, at: number): Session => ({
+      i: prev?.i ?? randomBytes(16).toString('base64url'),
+      b: prev?.b ?? at,
       u: userOf(claims),
       h: claimHeaders(conf, claims),
       e: prev?.e ?? at + conf.sessionLifetimeMs,
@@ -101,10 +108,15 @@ export default definePlugin<OidcConf>({
       return claims
     }
 
+    /**
+     * A request without a (valid) session: a browser goes to the provider, an API client gets 401; both
+     * get 503 while the provider does not answer (looked at again when the last look is old: Issuer.fresh).
+     */
     const login = async (ctx: Ctx): Promise<Verdict> => {
-      if (ctx.header('accept').includes('application/json') || ctx.header('x-requested-with') !== '') return answer(ctx, unauthorized)
+      await issuer.fresh()
       const cfg = issuer.config
-      if (cfg === null) return answer(ctx, unavailable())
+      if (cfg === null || !issuer.up) return answer(ctx, unavailable())
+      if (ctx.header('accept').includes('application/json') || ctx.header('x-requested-with') !== '') return answer(ctx, unauthorized)
       const verifier = client.randomPKCECodeVerifier()
       const state = client.randomState()
       const nonce = client.randomNonce()
@@ -138,11 +150,13 @@ export default definePlugin<OidcConf>({
         claims = await withUserInfo(cfg, tokens)
       } catch (err) {
         if (isNetwork(err)) {
+          issuer.unreachable()
           env.log.warn('identity provider failed during login', { issuer: conf.issuer, reason: reason(err) })
           return answer(ctx, reply(502, formatError('LB_ERR_OIDC_PROVIDER', { issuer: conf.issuer, reason: reason(err) })))
         }
         return refused(reason(err))
       }
+      issuer.answered()
       const clear = setCookie(loginCookie, '', 0, attrs(ctx))
       const no = refusal(conf, claims)
       if (no !== '') {
@@ -153,7 +167,22 @@ export default definePlugin<OidcConf>({
       return answer(ctx, reply(302, 'signed in', ['location', flow.r, 'set-cookie', setCookie(conf.cookieName, sealer.sealSession(s), lifetimeS, attrs(ctx)), 'set-cookie', clear]))
     }
 
-    const logout = (ctx: Ctx): Verdict => {
+    /**
+     * Revokes the session of the request's cookie (on this node at once, then through the control plane
+     * everywhere: the answer waits for it, within a bound), clears the cookie and goes through the
+     * provider's end_session_endpoint when it has one (RP-initiated logout).
+     */
+    const logout = async (ctx: Ctx): Promise<Verdict> => {
+      const v = cookieValue(ctx.header('cookie'), conf.cookieName)
+      const s = v === '' ? null : cache.get(v, now())?.s ?? sealer.openSession(v)
+      if (s !== null && s.e > Date.now()) {
+        const [ka, kb] = revocationKey(sessionSubject(s.i))
+        const r = { ka, kb, exp: Math.ceil(s.e / 1000), at: unixNow() }
+        // a full table moves its epoch instead (RESET): the control plane logs it and tells the other nodes
+        revocations.add(r, r.at)
+        await env.shareRevocation?.(r)
+        env.log.info('signed out', { user: s.u })
+      }
       const cfg = issuer.config
       const back = conf.postLogoutRedirect.startsWith('/') ? origin(ctx) + conf.postLogoutRedirect : conf.postLogoutRedirect
       const to = cfg?.serverMetadata().end_session_endpoint !== undefined ? client.buildEndSessionUrl(cfg, { post_logout_redirect_uri: back }).href : back
@@ -173,6 +202,7 @@ export default definePlugin<OidcConf>({
           if (cfg === null) return s
           try {
             const tokens = await client.refreshTokenGrant(cfg, s.r)
+            issuer.answered()
             if (tokens.claims() === undefined) return { ...sessionOf(tokens, {}, s, Date.now()), u: s.u, h: s.h }
             const claims = await withUserInfo(cfg, tokens)
             const no = refusal(conf, claims)
@@ -181,14 +211,16 @@ export default definePlugin<OidcConf>({
             return null
           } catch (err) {
             env.log.info('token refresh failed', { user: s.u, reason: reason(err) })
-            return isNetwork(err) ? s : null
+            if (!isNetwork(err)) return null
+            issuer.unreachable()
+            return s
           }
         }
         p = run().finally(() => refreshing.delete(s.r))
         refreshing.set(s.r, p)
       }
       return p.then((next) => {
-        if (next === s) cache.set(old, { s, refreshAt: (now() + REFRESH_RETRY_MS) | 0 }, now(), s.e - Date.now())
+        if (next === s) cache.set(old, new Live(s, (now() + REFRESH_RETRY_MS) | 0), now(), s.e - Date.now())
         else if (next !== null) {
           const sealed = sealer.sealSession(next)
           cache.set(sealed, live(next), now(), next.e - Date.now())
@@ -200,18 +232,23 @@ export default definePlugin<OidcConf>({
       })
     }
 
+    const bearerAccept = (ctx: Ctx, s: Session): Verdict => {
+      ctx.user = s.u
+      sessions.forward(ctx, s.h)
+      return NEXT
+    }
     const bearer = (ctx: Ctx, token: string): Verdict | Promise<Verdict> => {
       const hit = bearerCache.get(token, now())
-      if (hit !== undefined) return accept(ctx, hit)
+      if (hit !== undefined) return bearerAccept(ctx, hit)
       return issuer.verifyBearer(token).then((claims) => {
         const no = refusal(conf, claims)
         if (no !== '') return answer(ctx, reply(403, formatError('LB_ERR_OIDC_FORBIDDEN', { user: userOf(claims), reason: no })))
-        const s: Session = { u: userOf(claims), h: claimHeaders(conf, claims), e: claims.exp! * 1000, t: claims.exp! * 1000, r: '' }
+        const s: Session = { i: '', b: 0, u: userOf(claims), h: claimHeaders(conf, claims), e: claims.exp! * 1000, t: claims.exp! * 1000, r: '' }
         bearerCache.set(token, s, now(), s.e - Date.now())
-        return accept(ctx, s)
+        return bearerAccept(ctx, s)
       }, (err: unknown) => {
         if (env.log.debugEnabled) env.log.debug('bearer token refused', { reason: reason(err) })
-        return answer(ctx, issuer.config === null ? unavailable() : badToken)
+        return answer(ctx, issuer.up ? badToken : unavailable())
       })
     }
 
@@ -222,7 +259,7 @@ export default definePlugin<OidcConf>({
         for (let i = 0; i < conf.skipPaths.length; i++) {
           const skip = conf.skipPaths[i]! // ends in "/": the path is under it, or is it without that "/"
           if (path.startsWith(skip) || (path.length === skip.length - 1 && skip.startsWith(path))) {
-            if (drop.length > 0) dropRequestHeaders(ctx, drop)
+            sessions.forward(ctx, [])
             return NEXT
           }
         }
@@ -240,9 +277,12 @@ export default definePlugin<OidcConf>({
               cache.set(v, l, t, s.e - Date.now())
             }
           }
-          if (l !== undefined) {
-            if (l.s.r === '' || ((t - l.refreshAt) | 0) < 0) return accept(ctx, l.s)
-            return refresh(ctx, v, l.s).then((s) => (s === null ? login(ctx) : accept(ctx, s)))
+          if (l !== undefined && sessions.valid(l)) {
+            if (l.s.r === '' || ((t - l.refreshAt) | 0) < 0) return accept(ctx, l)
+            return refresh(ctx, v, l.s).then((s) => {
+              const n = s === null ? null : s === l.s ? l : live(s)
+              return n !== null && sessions.valid(n) ? accept(ctx, n) : login(ctx)
+            })
           }
         }
         if (conf.bearer) {
@@ -257,11 +297,3 @@ export default definePlugin<OidcConf>({
     }
   },
 })
-
-/** A failure to reach the provider (connection, time-out, 5xx), as opposed to a refusal by it. */
-function isNetwork (err: unknown): boolean {
-  const e = err as { name?: string, message?: string, status?: number, cause?: unknown }
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || (e?.name === 'TypeError' && e.message === 'fetch failed')) return true
-  if (typeof e?.status === 'number' && e.status >= 500) return true
-  return e?.cause !== undefined && e.cause !== err && isNetwork(e.cause)
-}

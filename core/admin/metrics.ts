@@ -11,6 +11,7 @@ import {
   H_RELOAD_FAILS, REQ_CODES, REQ_METHODS, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
+import { Revocations, unixNow } from '../shm/revocations.js'
 import { epRow, routerRow, sumRequestRow, sumTimeBlock } from '../shm/request-stats.js'
 import type { GenStats } from '../gen/stats.js'
 import type { ClusterStatus } from '../cluster/status.js'
@@ -213,6 +214,9 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('gauge', 'lb_acme_certificate_failures', 'Failed ACME orders in a row for each certificate (0 once one succeeds), by resolver and subject name.', ['resolver', 'domain'],
     () => (ctx.certificates?.status() ?? []).map((c): [Labels, number] => [{ resolver: c.resolver, domain: c.domains[0]! }, c.failures]))
   pull('gauge', 'lb_workers', 'Data-plane worker threads.', [], () => one(shm.workers))
+  const revocations = new Revocations(shm.i32)
+  pull('gauge', 'lb_session_revocations', 'Revoked sessions (oidc logouts) this node refuses now, of limits.session_revocations.', [], () => one(revocations.live(unixNow())))
+  pull('counter', 'lb_session_revocation_resets_total', 'Times the session revocation table was full: every session born until then was refused.', [], () => one(revocations.resets()))
 
   // --- cluster ([cluster] only: no samples without it)
   const cl = (f: (s: ClusterStatus) => number) => (): Array<[Labels, number]> => { const s = ctx.cluster(); return s === null ? [] : one(f(s)) }

@@ -3,6 +3,7 @@
 // otherwise. It joins the membership and runs the rate-limit sync; the shared
 // configuration state runs on the same connection (core/cluster/shared-config.ts).
 import { type ClusterConf, redisLabel } from '../config/cluster.js'
+import type { RevocationHub } from '../control/revocations.js'
 import type { Logger } from '../log.js'
 import { CLH_REFUSED_CLUSTER, CLH_REFUSED_LOCAL, CLH_UNAVAILABLE, CLUSTER_BASE } from '../shm/layout.js'
 import { RedisHealth } from './health.js'
@@ -11,6 +12,7 @@ import { type Subscriber, subscriber } from './pubsub.js'
 import { RateClear } from './rate-clear.js'
 import { RateSync } from './rate-sync.js'
 import { type Redis, connectedTo, openRedis } from './redis.js'
+import { RevocationSync } from './revocations.js'
 import { type SharedConfig, sharedConfig } from './shared-config.js'
 import type { ClusterStatus } from './status.js'
 
@@ -23,10 +25,11 @@ export class Cluster {
   readonly #rates: RateSync
   readonly #sub: Subscriber
   readonly #clear: RateClear
+  readonly #revocations: RevocationSync
   /** the config API's state shared by the nodes (core/admin/config-api/config-store.ts uses it) */
   readonly config: SharedConfig
 
-  private constructor (conf: ClusterConf, redis: Redis, i32: Int32Array, health: RedisHealth) {
+  private constructor (conf: ClusterConf, redis: Redis, i32: Int32Array, health: RedisHealth, log: Logger, hub: RevocationHub) {
     this.health = health
     this.conf = conf
     this.redis = redis
@@ -36,18 +39,23 @@ export class Cluster {
     this.#membership = new Membership(redis, conf, i32, this.health)
     this.#rates = new RateSync(redis, conf, i32, this.health)
     this.#clear = new RateClear(redis, conf, i32, health, this.#rates, this.#sub)
+    this.#revocations = new RevocationSync(redis, conf, health, log, hub, () => this.#membership.nodes)
   }
 
-  /** Connects (in the background: Redis may be down) and starts heartbeats and the rate sync. */
-  static async start (conf: ClusterConf, i32: Int32Array, log: Logger): Promise<Cluster> {
+  /**
+   * Connects (in the background: Redis may be down) and starts heartbeats and the rate sync; the
+   * session revocations of the cluster are read into `hub` before this resolves (when Redis answers).
+   */
+  static async start (conf: ClusterConf, i32: Int32Array, log: Logger, hub: RevocationHub): Promise<Cluster> {
     const health = new RedisHealth(i32, log, { fall: conf.fall, rise: conf.rise, label: redisLabel(conf) })
     const redis = await openRedis(conf, `lb:${conf.node}`, (r) => health.watch(r))
-    const c = new Cluster(conf, redis, i32, health)
+    const c = new Cluster(conf, redis, i32, health, log, hub)
     log.info('cluster: joining', { node: conf.node, redis: redisLabel(conf), sync_interval_ms: conf.syncIntervalMs })
     // the first heartbeat (bounded by max_wait) before the workers start: a failure_mode = "closed"
     // limit must not refuse the first requests of a node whose Redis answers
     await c.#membership.start()
     c.#rates.start()
+    await c.#revocations.start()
     return c
   }
 
@@ -80,6 +88,7 @@ export class Cluster {
   /** Leaves the membership and closes the connection. */
   async close (): Promise<void> {
     this.#rates.stop()
+    this.#revocations.close()
     this.config.close()
     this.#sub.close()
     await this.#membership.leave()

@@ -98,3 +98,39 @@ if v < tonumber(ARGV[1]) then
   redis.call('PUBLISH', ARGV[4], ARGV[1])
 end
 return v`
+
+/**
+ * Session revocations (core/cluster/revocations.ts). KEYS[1] the revocations
+ * (sorted set: "<key hex>:<at>" scored by the unix s it is over), KEYS[2] the
+ * sequence; ARGV member, its end, channel, the message after its sequence
+ * number. Drops the entries that are over, adds this one, announces it with
+ * the next sequence number, returns that number.
+ */
+export const REVOKE = `
+local t = redis.call('TIME')
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t[1])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local seq = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[3], seq .. ARGV[4])
+return seq`
+
+/** KEYS[1] the epoch, KEYS[2] the sequence; ARGV epoch, channel, the message after its sequence number. Keeps the later epoch, announces it. */
+export const REVOKE_EPOCH = `
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], ARGV[1]) end
+local seq = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[2], seq .. ARGV[3])
+return seq`
+
+/**
+ * KEYS[1] the revocations, KEYS[2] the sequence, KEYS[3] the epoch; ARGV the
+ * epoch, then end and member of each entry. A node's entries into a Redis that
+ * may have lost them (restarted empty, or never told while the node was cut
+ * off); when one was new, the sequence moves so that the other nodes read it.
+ * Returns the sequence.
+ */
+export const REVOKE_SEED = `
+local moved = false
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.call('SET', KEYS[3], ARGV[1]) moved = true end
+for i = 2, #ARGV, 2 do if redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then moved = true end end
+if moved then return redis.call('INCR', KEYS[2]) end
+return tonumber(redis.call('GET', KEYS[2]) or '0')`

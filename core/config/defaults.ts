@@ -31,6 +31,10 @@ export const DEFAULTS = {
     // a request head (request line and headers): HAProxy's default buffer (tune.bufsize 16k); nginx serves
     // 8k a line and 32k in all (large_client_header_buffers 4 8k); uWS's own 4 KiB refused an 8 KB Cookie
     maxHeaderBytes: 16 * 1024,
+    // revoked sessions (oidc logouts) kept at once, until each session's own end; 16 B each (1 MiB). When full,
+    // every session born until then is refused (core/shm/revocations.ts): room for 1.5 logouts a second, sustained,
+    // with 12-hour sessions
+    sessionRevocations: 65_536,
   },
   service: {
     balance: 'roundrobin',

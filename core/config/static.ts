@@ -48,7 +48,12 @@ export interface LimitsConf extends CapacityLimits {
   readonly maxBodyBytes: number
   /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/transport/http.ts) */
   readonly maxHeaderBytes: number
+  /** entries of the shared session revocation table (core/shm/revocations.ts), sized at start */
+  readonly sessionRevocations: number
 }
+
+/** bounds of limits.session_revocations: a table of 16 B entries, 1 KiB to 64 MiB */
+export const SESSION_REVOCATIONS = { min: 64, max: 4_194_304 } as const
 
 /** bounds of limits.max_header_bytes: uWS's default and a head no client sends (uWS keeps a partial head in memory) */
 export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
@@ -156,7 +161,7 @@ export function checkTimeouts (c: Checker, raw: unknown): TimeoutsConf {
 }
 
 export function checkLimits (c: Checker, raw: unknown): LimitsConf {
-  const t = c.table(raw, 'limits', ['max_body', 'max_header_bytes', 'services', 'servers', 'routers'])
+  const t = c.table(raw, 'limits', ['max_body', 'max_header_bytes', 'services', 'servers', 'routers', 'session_revocations'])
   // a capacity: a number, or "auto" (0) to choose from the configuration at start (core/config/capacity.ts)
   const cap = (key: string): number => {
     if (t[key] === 'auto' || t[key] === undefined) return 0
@@ -174,6 +179,7 @@ export function checkLimits (c: Checker, raw: unknown): LimitsConf {
     services: cap('services'),
     servers: cap('servers'),
     routers: cap('routers'),
+    sessionRevocations: c.int(t, 'session_revocations', 'limits', DEFAULTS.limits.sessionRevocations, SESSION_REVOCATIONS.min, SESSION_REVOCATIONS.max),
   }
 }
 

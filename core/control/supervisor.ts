@@ -9,6 +9,7 @@ import type { PluginStatus } from '../plugin.js'
 import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
+import type { Revocation } from '../shm/revocations.js'
 import { type BoundPorts, portsBound, withBoundPorts } from './bound-ports.js'
 
 const WORKER_URL = new URL('../worker/main.js', import.meta.url)
@@ -59,6 +60,11 @@ export class Supervisor {
   readonly #acmePending = new Map<number, { resolve: () => void, waiting: Set<number> }>()
   /** the ports entry points on port 0 got from worker 0 (bound-ports.ts) */
   #bound: BoundPorts = {}
+  /**
+   * Keeps and shares a revocation a worker's middleware added (core/control/revocations.ts); the worker
+   * is answered when it settles. Set by core/main.ts; never rejects.
+   */
+  onRevoke: (r: Revocation) => Promise<void> = () => Promise.resolve()
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
@@ -111,6 +117,9 @@ export class Supervisor {
             break
           case 'acme-applied':
             this.#acmeSettle(m.seq, index)
+            break
+          case 'revoke':
+            void this.onRevoke(m.revocation).then(() => { if (slot.worker === w) this.#send(w, { type: 'revoked', seq: m.seq }) })
             break
           case 'status':
             this.#status.set(`${m.middleware}\u0000${index}`, { generation: m.generation, status: m.status, message: m.message })

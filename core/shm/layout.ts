@@ -2,10 +2,10 @@
 // worker, and its layout. A change here changes the contract between threads:
 // bump LAYOUT_VERSION. No objects or strings live here, only numbers.
 //
-//  ┌──────────────────────── Int32 words (i32) ──────────────────────────┐┌──── Float64 words (f64) ────┐
-//  │ HEADER │ SERVERS × SRV_WORDS │ SERVICES × SVC │ RATE_SETS × RATE_SET  ││ STRIPES × STRIPE_WORDS      │
-//  │ RATE_ENTRIES × RN_WORDS (names) │ [cluster region]                   ││                             │
-//  └─────────────────────────────────────────────────────────────────────┘└─────────────────────────────┘
+//  ┌──────────────────────────────── Int32 words (i32) ────────────────────────────────────┐┌── Float64 words (f64) ──┐
+//  │ HEADER │ SERVERS × SRV │ SERVICES × SVC │ RATE_SETS × RATE_SET │ RATE_ENTRIES × RN (names) ││ STRIPES × STRIPE_WORDS  │
+//  │ [cluster region] │ REVOCATIONS                                                              ││                         │
+//  └───────────────────────────────────────────────────────────────────────────────────────┘└─────────────────────────┘
 //
 //  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
 //  ┌─── line 0 ────────────┬──────┬─────────┬───────────────────────────────────────────────┐
@@ -37,7 +37,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 8
+export const LAYOUT_VERSION = 9
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -77,6 +77,7 @@ export const H_CAP_SERVICES = 10 // Capacities, written by createShm, read by at
 export const H_CAP_SERVERS = 11
 export const H_CAP_ROUTERS = 12
 export const H_CLUSTER_SETS = 13 // sets of the cluster rate table (0 = no [cluster]), written by createShm
+export const H_REVOKE_SETS = 14 // sets of the revocation table (limits.session_revocations ÷ REVOKE_WAYS), written by createShm
 export const HEADER_WORDS = 16
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
@@ -173,6 +174,29 @@ export let CLUSTER_TABLE = 0
 export let CLUSTER_EXTRA = 0
 export let CLUSTER_NAMES = 0
 
+// Session revocations (core/shm/revocations.ts; the oidc middleware's logouts), after the
+// cluster region: a header, then REVOKE_SETS sets of REVOKE_WAYS entries. An entry is a
+// 64-bit key (a digest of a session id, a provider session or a subject) and two times
+// in unix seconds (uint32: `>>> 0` to read): a session of that key born at or before AT is
+// refused until EXP (the session's own end). Sets are 32 words, two cache lines: the keys
+// on the first, the times on the second.
+export const RVH_LOCK = 0 // writers' lock (adds are rare: logouts); readers take none
+export const RVH_GEN = 1 // +1 after every change (add, epoch): a session checked at this value needs no new look
+export const RVH_EPOCH = 2 // unix s; every session born at or before it is refused (set when the table is full; 0 = none)
+export const RVH_RESETS = 3 // times the table was full and the epoch moved (lb_oidc_revocation_resets_total)
+export const REVOKE_HEADER_WORDS = 16
+export const REVOKE_WAYS = 8
+export const RV_KEY_A = 0 // + w: first half of the key, low bit forced to 1: 0 marks a free way
+export const RV_KEY_B = REVOKE_WAYS // + w
+export const RV_EXP = 2 * REVOKE_WAYS // + w: unix s after which the entry is free
+export const RV_AT = 3 * REVOKE_WAYS // + w: unix s of the revocation
+export const REVOKE_SET_WORDS = 4 * REVOKE_WAYS // 32
+/** default and floor of limits.session_revocations */
+export const REVOKE_ENTRIES_DEFAULT = 65_536
+export const REVOKE_ENTRIES_MIN = 64
+export let REVOKE_SETS = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS
+export let REVOKE_BASE = 0
+
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
 export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
@@ -256,8 +280,8 @@ export let STRIPE_WORDS = 0
 
 export const DEFAULT_CAPACITIES: Capacities = { services: 256, servers: 1024, routers: 256 }
 
-/** Sizes the regions for `caps` and `clusterSets` (see the `let` bindings above). */
-function setCapacities (caps: Capacities, clusterSets = 0): void {
+/** Sizes the regions for `caps`, `clusterSets` and `revokeSets` (see the `let` bindings above). */
+function setCapacities (caps: Capacities, clusterSets = 0, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): void {
   MAX_SERVICES = caps.services
   MAX_SERVERS = caps.servers
   MAX_ROUTERS = caps.routers
@@ -269,7 +293,9 @@ function setCapacities (caps: Capacities, clusterSets = 0): void {
   CLUSTER_TABLE = CLUSTER_BASE + CLUSTER_HEADER_WORDS
   CLUSTER_EXTRA = CLUSTER_TABLE + clusterSets * RATE_SET_WORDS
   CLUSTER_NAMES = CLUSTER_EXTRA + clusterSets * RATE_WAYS * CX_WORDS
-  I32_WORDS = clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS
+  REVOKE_SETS = revokeSets
+  REVOKE_BASE = Math.ceil((clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS) / 16) * 16
+  I32_WORDS = REVOKE_BASE + REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
@@ -277,8 +303,9 @@ function setCapacities (caps: Capacities, clusterSets = 0): void {
 setCapacities(DEFAULT_CAPACITIES)
 
 /** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
-export function shmBytes (caps: Capacities, workers: number): number {
-  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS
+export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): number {
+  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
+    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
   return i32 * 4 + (workers + 1) * stripe * 8
 }
@@ -295,9 +322,14 @@ function f64Offset (): number {
   return Math.ceil((I32_WORDS * 4) / 8) * 8
 }
 
+/** Sets of the revocation table for limits.session_revocations entries (rounded up to whole sets). */
+export function revocationSets (entries: number): number {
+  return Math.ceil(Math.max(REVOKE_ENTRIES_MIN, entries) / REVOKE_WAYS)
+}
+
 /** Allocates and initialises the shared memory for `workers` data-plane workers (one per process: it sizes the layout). */
-export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES, clusterSets = 0): Shm {
-  setCapacities(caps, clusterSets)
+export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES, clusterSets = 0, revocations = REVOKE_ENTRIES_DEFAULT): Shm {
+  setCapacities(caps, clusterSets, revocationSets(revocations))
   const stripes = workers + 1
   const buffer = new SharedArrayBuffer(f64Offset() + stripes * STRIPE_WORDS * 8)
   const i32 = new Int32Array(buffer, 0, HEADER_WORDS)
@@ -305,6 +337,7 @@ export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIE
   i32[H_CAP_SERVERS] = caps.servers
   i32[H_CAP_ROUTERS] = caps.routers
   i32[H_CLUSTER_SETS] = clusterSets
+  i32[H_REVOKE_SETS] = REVOKE_SETS
   const shm = attachShm(buffer, workers)
   shm.i32[H_MAGIC] = MAGIC
   shm.i32[H_VERSION] = LAYOUT_VERSION
@@ -322,7 +355,7 @@ export function shmCapacities (shm: Shm): Capacities {
 /** Wraps an existing buffer (in a worker: sizes this thread's layout from its header); checks that both sides agree on the layout. */
 export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
   const header = new Int32Array(buffer, 0, HEADER_WORDS)
-  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! }, header[H_CLUSTER_SETS]!)
+  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! }, header[H_CLUSTER_SETS]!, header[H_REVOKE_SETS]!)
   const i32 = new Int32Array(buffer, 0, I32_WORDS)
   const f64 = new Float64Array(buffer, f64Offset())
   if (i32[H_MAGIC] !== 0 && (i32[H_MAGIC] !== MAGIC || i32[H_VERSION] !== LAYOUT_VERSION)) {

@@ -286,8 +286,8 @@ function reset (i32: Int32Array, d: number, now: number): void {
 const THREAD = ((threadId & 0x3fff) + 1) << 16
 let seq = 0
 
-/** Takes the set's lock word; spins while another thread holds it (a critical section is well under a microsecond). */
-function lock (i32: Int32Array, set: number): void {
+/** Takes the lock word at `set` (a rate set's, or the revocation table's); spins while another thread holds it (a critical section is well under a microsecond). */
+export function lock (i32: Int32Array, set: number): void {
   const stamp = THREAD | (seq = (seq + 1) & 0xffff)
   if (Atomics.compareExchange(i32, set, 0, stamp) === 0) return
   let seen = Atomics.load(i32, set)

@@ -19,7 +19,7 @@ import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
 import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
-import { type StatusSink, createMiddleware } from './request/middleware.js'
+import { type PluginHost, createMiddleware } from './request/middleware.js'
 import type { Slots } from '../protocol.js'
 import type { AccessLog } from './access-log.js'
 import { EMPTY_CHAIN, compileChain, runRequestHooks } from './request/chain.js'
@@ -64,7 +64,7 @@ export class DataPlane implements ExchangeHost {
   /** routers whose service is the generation endpoint: lb's own refusals on them take the caller's API shape */
   readonly #genRouters = new Set<string>()
 
-  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, status: StatusSink) {
+  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, host: PluginHost) {
     this.conf = conf
     this.shm = shm
     this.stripe = stripe
@@ -79,7 +79,7 @@ export class DataPlane implements ExchangeHost {
       }
     }
     const hooks = this.middlewares
-    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, status))
+    for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, host))
     const target = (r: RouterConf): RouteTarget => ({
       service: this.services.get(r.service) ?? null,
       chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),

@@ -12,7 +12,8 @@ import { Stripe } from '../shm/counters.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane, type PoolCache } from './dataplane.js'
 import { loadPluginModules } from '../../plugins/index.js'
-import { type StatusSink, retireMiddlewares } from './request/middleware.js'
+import { type PluginHost, retireMiddlewares } from './request/middleware.js'
+import type { Revocation } from '../shm/revocations.js'
 import { closeAllApps, loadUws, setClientTimeouts } from './transport/http.js'
 import { EntryPoints } from './listeners.js'
 import { setNodeHeadLimit, setNodeTimeouts } from './transport/node-engine.js'
@@ -25,6 +26,8 @@ const port = parentPort!
 const post = (m: FromWorker): void => port.postMessage(m)
 
 const DRAIN_POLL_MS = 50
+/** a shared revocation not answered by the control plane within this is given up on (its own bounds are shorter), ms */
+const REVOKE_WAIT_MS = 5_000
 
 // However this thread ends, close uWS first (see closeAllApps); an uncaught
 // error ends the thread cleanly and the supervisor starts a fresh one.
@@ -44,9 +47,21 @@ async function main (): Promise<void> {
   const pools: PoolCache = new Map()
   // third-party plugin modules the config names are imported before a generation is built from it
   await loadPluginModules(data.config.middlewares.map((m) => m.type), data.config.baseDir, data.config.global.pluginsDir)
+  /** revocations shared with the control plane (PluginEnv.shareRevocation), by seq, until it answers */
+  const revoking = new Map<number, () => void>()
+  let revokeSeq = 0
+  const shareRevocation = (revocation: Revocation): Promise<void> => new Promise((resolve) => {
+    const seq = ++revokeSeq
+    const timer = setTimeout(() => { revoking.delete(seq); resolve() }, REVOKE_WAIT_MS)
+    revoking.set(seq, () => { clearTimeout(timer); revoking.delete(seq); resolve() })
+    post({ type: 'revoke', index: data.index, seq, revocation })
+  })
   /** middleware states (PluginEnv.setStatus) go to the control plane, tagged with the generation that made the instance */
-  const statusOf = (generation: number): StatusSink => (middleware, status, message) => post({ type: 'status', index: data.index, generation, middleware, status, message })
-  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, statusOf(data.generation))
+  const hostOf = (generation: number): PluginHost => ({
+    status: (middleware, status, message) => post({ type: 'status', index: data.index, generation, middleware, status, message }),
+    shareRevocation,
+  })
+  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation))
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
@@ -71,7 +86,7 @@ async function main (): Promise<void> {
           .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir, msg.config.global.pluginsDir))
           .then(() => {
             const retired = dp
-            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, statusOf(msg.generation))
+            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, hostOf(msg.generation))
             clientTimeouts(msg.config.timeouts)
             // every generation makes its middleware instances anew: the replaced ones stop what they started
             retireMiddlewares(retired.middlewares, log)
@@ -89,6 +104,9 @@ async function main (): Promise<void> {
         setAcmeTokens(msg.state.tokens)
         // certificate files uWS cannot use are logged there (LB_ERR_TLS) and the entry point keeps what it served
         void entrypoints.setAcme(msg.state.certs, msg.state.alpn).then(() => post({ type: 'acme-applied', index: data.index, seq: msg.seq }))
+        break
+      case 'revoked':
+        revoking.get(msg.seq)?.()
         break
       case 'drain': {
         entrypoints.unlisten()

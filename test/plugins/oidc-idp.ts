@@ -13,7 +13,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import Provider from 'oidc-provider'
-import { type Backend, request, startBackend, tempDir } from '../helpers.js'
+import { type Backend, request, sleep, startBackend, tempDir } from '../helpers.js'
 
 /** the cookie key of the middlewares under test (tests seal their own cookies with it) */
 export const COOKIE_KEY = randomBytes(32)
@@ -34,6 +34,21 @@ export function echo (): Promise<Backend> {
 }
 
 export const seen = (body: string): Record<string, string> => (JSON.parse(body) as { headers: Record<string, string> }).headers
+
+/**
+ * Waits until every worker of the lb at `url` answers `status` to a request without a session (302: it
+ * loaded the provider; 503: it knows the provider is away): ten in a row, each on a connection of its
+ * own, which the kernel spreads over the workers. Returns the last answer.
+ */
+export async function everyWorker (url: string, status: number, ms = 15_000): Promise<Awaited<ReturnType<typeof request>>> {
+  let last = await request(url)
+  for (let streak = 0, end = Date.now() + ms; streak < 10; streak = last.status === status ? streak + 1 : 0) {
+    if (Date.now() > end) throw new Error(`the workers of ${url} do not all answer ${status}: ${last.status} ${last.body}`)
+    await sleep(20)
+    last = await request(url)
+  }
+  return last
+}
 
 export interface Idp {
   readonly issuer: string

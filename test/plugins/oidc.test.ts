@@ -173,11 +173,13 @@ claim_match = { groups = "admins" }
     const i = Math.floor(good.length / 2)
     const tampered = good.slice(0, i) + (good[i] === 'A' ? 'B' : 'A') + good.slice(i + 1)
     assert.equal((await at(tampered)).status, 302)
-    const session = { u: 'mallory', h: ['x-auth-request-user', 'mallory'], e: Date.now() + 3_600_000, t: Date.now() + 3_600_000, r: '' }
+    const session = { i: randomBytes(16).toString('base64url'), b: Date.now(), u: 'mallory', h: ['x-auth-request-user', 'mallory'], e: Date.now() + 3_600_000, t: Date.now() + 3_600_000, r: '' }
     const ours = new CookieSealer(COOKIE_KEY, '_lb_oidc', sso())
     const crafted = await at(ours.sealSession(session))
     assert.equal(crafted.status, 200, 'a cookie sealed with the right key passes (the test seals correctly)')
     assert.equal(seen(crafted.body)['x-auth-request-user'], 'mallory')
+    const { i: _id, ...idless } = session
+    assert.equal((await at(ours.sealSession(idless as typeof session))).status, 302, 'a session without an id (sealed before revocations) cannot be revoked: refused')
     assert.equal((await at(ours.sealSession({ ...session, e: Date.now() - 1000 }))).status, 302, 'expired')
     assert.equal((await at(new CookieSealer(randomBytes(32), '_lb_oidc', sso()).sealSession(session))).status, 302, 'another key')
     assert.equal((await at(new CookieSealer(COOKIE_KEY, '_lb_admin', sso()).sealSession(session))).status, 302, 'another middleware\'s cookie')

@@ -19,7 +19,7 @@ import type { Answer, Request, Route, Surface } from '../http-server.js'
 import { apiInfo, specification } from './config-spec.js'
 import { SERVER_PARAMS, WRITE_PARAMS, backendParam, checkQuery, parseBody, versionParam } from '../api-request.js'
 import { serverView } from '../server-view.js'
-import { tableRoutes } from '../table-api.js'
+import { tableRoutes } from './table-api.js'
 import { type Change, TX_STATUSES, type TxStatus, type TxView, Transactions } from './transactions.js'
 
 const BASE = '/v2/services/lb'

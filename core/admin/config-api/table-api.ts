@@ -4,10 +4,10 @@
 // Data Plane API lacks (its clients reach `clear table` only through the
 // runtime socket): lb's extension, the same operation as `clear table <t> key <k>`.
 import { ApiError } from './config-store.js'
-import type { AdminContext } from './context.js'
-import type { Answer, Request } from './http-server.js'
-import { type Filter, type StickTable, clearSource, entries, entryOf, fields, findStickTable, keyOf, parseFilter, stickTables, used } from './rate-tables.js'
-import type { EntryView } from '../shm/rate-entries.js'
+import type { AdminContext } from '../context.js'
+import type { Answer, Request } from '../http-server.js'
+import { type Filter, type StickTable, clearSource, entries, entryOf, fields, findStickTable, keyOf, parseFilter, stickTables, used } from '../rate-tables.js'
+import type { EntryView } from '../../shm/rate-entries.js'
 
 type Handler = (req: Request) => Answer | Promise<Answer>
 

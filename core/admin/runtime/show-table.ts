@@ -9,9 +9,9 @@
 //
 // An entry line is HAProxy's: `0x<way>: key=<source> use=0 exp=<ms> <type>=<value>...`.
 // `use` is always 0 (lb keeps no reference to an entry between requests).
-import type { AdminContext } from './context.js'
-import { type Filter, type StickTable, clearSource, entries, entryOf, fields, findStickTable, keyOf, parseFilter, stickTables, used } from './rate-tables.js'
-import type { EntryView } from '../shm/rate-entries.js'
+import type { AdminContext } from '../context.js'
+import { type Filter, type StickTable, clearSource, entries, entryOf, fields, findStickTable, keyOf, parseFilter, stickTables, used } from '../rate-tables.js'
+import type { EntryView } from '../../shm/rate-entries.js'
 
 function header (t: StickTable, n = used(t)): string {
   return `# table: ${t.lt.name}, type: ip, size:${t.size}, used:${n}`

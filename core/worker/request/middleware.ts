@@ -9,6 +9,7 @@ import { formatError } from '../../errors.js'
 import type { Logger } from '../../log.js'
 import { type Hooks, type PluginStatus, HANDLED } from '../../plugin.js'
 import type { Shm } from '../../shm/layout.js'
+import type { Revocation } from '../../shm/revocations.js'
 import { pluginErrorReply } from './chain.js'
 import { pluginFor } from '../../../plugins/index.js'
 
@@ -21,17 +22,22 @@ function checkHooks (h: unknown): string {
   return ''
 }
 
-/** Where a middleware instance's status goes (to the control plane, for the dashboard API). */
-export type StatusSink = (middleware: string, status: PluginStatus, message: string) => void
+/** What a worker gives middleware instances beyond shared memory: their way to the control plane. */
+export interface PluginHost {
+  /** a middleware instance's status (to the control plane, for the dashboard API) */
+  readonly status: (middleware: string, status: PluginStatus, message: string) => void
+  /** PluginEnv.shareRevocation */
+  readonly shareRevocation: (r: Revocation) => Promise<void>
+}
 
-export function createMiddleware (m: MiddlewareConf, baseDir: string, pluginsDir: string, shm: Shm, log: Logger, status: StatusSink): Hooks {
+export function createMiddleware (m: MiddlewareConf, baseDir: string, pluginsDir: string, shm: Shm, log: Logger, host: PluginHost): Hooks {
   const mlog = log.child({ middleware: m.name })
   let reason: string
   const def = pluginFor(m.type, baseDir, pluginsDir)
   if (def === undefined) reason = `plugin ${JSON.stringify(m.type)} is not loaded in this worker`
   else {
     try {
-      const hooks = def.create(m.conf, { log: mlog, shm, name: m.name, setStatus: (s, message) => status(m.name, s, message) })
+      const hooks = def.create(m.conf, { log: mlog, shm, name: m.name, setStatus: (s, message) => host.status(m.name, s, message), shareRevocation: host.shareRevocation })
       reason = checkHooks(hooks)
       if (reason === '') return hooks
     } catch (err) {
