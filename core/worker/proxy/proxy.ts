@@ -53,6 +53,8 @@ export class ProxyExchange extends ServerTries implements Exchange {
   #transform: Transform | null = null
   /** a 'drain' listener on the transform is already waiting to resume the upstream */
   #transformWaiting = false
+  /** a 'drain' listener on the server's socket is already waiting to resume the client's body: one, however many chunks uWS delivers while paused */
+  #bodyWaiting = false
   /** body bytes of a Content-Length response still to come; -1: not known */
   #bodyLeft = -1
   /** performance.now() ms at the pick, the connection ready, the response head (0 = not yet): `show stat` ctime/rtime */
@@ -158,9 +160,10 @@ export class ProxyExchange extends ServerTries implements Exchange {
     if (last) this.#requestSent(conn)
     else {
       conn.deadline = now() + this.#dp.conf.timeouts.clientMs
-      if (!ok) {
+      if (!ok && !this.#bodyWaiting) {
+        this.#bodyWaiting = true
         this.#client.pauseBody()
-        conn.socket.once('drain', () => this.#client.resumeBody())
+        conn.socket.once('drain', () => { this.#bodyWaiting = false; this.#client.resumeBody() })
       }
     }
   }
