@@ -23,8 +23,12 @@ import jwt from './jwt.js'
 import oidc from './oidc.js'
 import rateLimit from './rate-limit.js'
 import redirectScheme from './redirect-scheme.js'
+import addPrefix from './add-prefix.js'
+import replacePath from './replace-path.js'
+import stripPrefix from './strip-prefix.js'
 
-const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList] as PluginDef[]
+const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
+  stripPrefix, addPrefix, replacePath] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

@@ -166,7 +166,9 @@ export class DataPlane implements ExchangeHost {
     // before /health too: a request whose framing is ambiguous is refused whatever it asks for
     const fault = checkRequest(ctx, this.conf.limits.maxHeaderBytes)
     // the one place the path is decided: everything after (routing, middlewares, log, upstream) sees this one
-    const path = normalizePath(ctx.path, this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY)
+    const policy = this.#pathPolicies[ctx.epSlot] ?? DEFAULT_POLICY
+    ctx.pathPolicy = policy // path-rewrite.ts: a middleware's new path is held to the same rules
+    const path = normalizePath(ctx.path, policy)
     if (typeof path === 'string') ctx.path = path
     const health = this.#health[ctx.epSlot]
     if (fault === null && health !== undefined && health !== '' && path === health && (ctx.method === 'GET' || ctx.method === 'HEAD')) {

@@ -1,6 +1,7 @@
 // Per-request state: one fixed-shape object, every field initialised here, so
 // V8 keeps one hidden class. Plugins read the request from it and use the
 // pre-declared slots; they never see uWS objects.
+import type { PathPolicy } from './path-policy.js'
 
 /** An answer produced by a middleware instead of proxying (401, 429, 301, ...). */
 export interface Reply {
@@ -13,8 +14,10 @@ export interface Reply {
 export class Ctx {
   /** method as sent (case-sensitive: the standard ones are upper-case) */
   method = ''
-  /** path without the query, as received */
+  /** path without the query: as received, then its normal form (DataPlane.handle), then as a middleware rewrote it (rewritePath) */
   path = ''
+  /** the entry point's path rules (DataPlane.handle): a path a middleware rewrites to is normalised by the same */
+  pathPolicy: PathPolicy | null = null
   /** query without '?', '' when none */
   query = ''
   /** lower-case host name without the port ('' when no Host header) */

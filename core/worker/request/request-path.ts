@@ -18,6 +18,7 @@
 // The query is not this module's: it is forwarded byte for byte.
 import { DEFAULTS } from '../../config/defaults.js'
 import type { RequestPathConf } from '../../config/static.js'
+import type { PathPolicy } from './path-policy.js'
 
 const SLASH = 0x2f
 const DOT = 0x2e
@@ -32,12 +33,7 @@ export class PathRefused {
   constructor (reason: string) { this.reason = reason }
 }
 
-/** An entry point's path settings, compiled once per generation. */
-export interface PathPolicy {
-  readonly mergeSlashes: boolean
-  /** by byte value: true when its escape is refused (only the ambiguous ones can be) */
-  readonly refused: readonly boolean[]
-}
+export type { PathPolicy } from './path-policy.js'
 
 /** The ambiguous escapes, each with the EncodedCharactersConf field that allows it and how a message names it. */
 const AMBIGUOUS = [
