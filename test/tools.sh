@@ -16,6 +16,7 @@ want hatop hatop                     # hatop on the runtime socket
 want tmux tmux                       # the terminal hatop runs in
 want pebble pebble                   # Let's Encrypt's test CA (and pebble-challtestsrv) for the ACME tests
 want redis-server redis-server       # the cluster tests' Redis (test/cluster)
+want h2load nghttp2-client           # h2load: HTTP/2 load through lb (test/h2)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

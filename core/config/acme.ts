@@ -45,7 +45,7 @@ export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[])
 
 /** Whether node:tls in worker 0 runs this entry point's handshakes (mTLS, tls-alpn-01) rather than uWS in every worker. */
 export function isTerminated (ep: EntryPointConf, challengeEntrypoints: ReadonlySet<string>): boolean {
-  return ep.protocol === 'https' && (ep.tls!.ca !== '' || challengeEntrypoints.has(ep.name))
+  return ep.protocol === 'https' && (ep.tls!.ca !== '' || ep.http2.enabled || challengeEntrypoints.has(ep.name))
 }
 
 /** The entry point `kind`_challenge names, checked to exist with that protocol; '' when the table is absent. */

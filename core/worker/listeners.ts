@@ -8,6 +8,9 @@
 //   (tls-terminator.ts says why uWS cannot do it), which hands the decrypted
 //   connections to a plain uWS app that every worker listens with on a unix
 //   socket in global.state_dir.
+// - https with http2.enabled: terminated in worker 0 as above; ALPN picks h2
+//   (served in worker 0 by h2.ts) or http/1.1 (handed to a worker's uWS app).
+// - h2c: a node:net server in worker 0 handing sessions to h2.ts (h2c.ts).
 // - tcp: a node:net server in worker 0 (tcp-proxy.ts).
 //
 // Why worker 0 owns the node:net and node:tls listeners: Node 20's worker
@@ -44,6 +47,7 @@ import { listenHttp, type loadUws } from './http.js'
 import { type Listener, type RequestHandler, PLAIN } from './listen-options.js'
 import { TcpListener, openSessions } from './tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls-terminator.js'
+import { H2cListener } from './h2c.js'
 import { acmeKey, withAcme } from './acme-sni.js'
 
 type Uws = ReturnType<typeof loadUws>
@@ -130,7 +134,8 @@ export class EntryPoints {
         try {
           this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
           const workers = this.#workers
-          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs)
+          const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns } : null
+          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2)
           t.setChallenges(this.#alpn)
           this.#terminators.set(ep.name, t)
           this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))
@@ -181,9 +186,11 @@ export class EntryPoints {
   async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
     const address = `${ep.host}:${ep.port}`
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
-    if (ep.protocol === 'tcp' || this.#terminated(ep)) {
+    if (ep.protocol === 'tcp' || ep.protocol === 'h2c' || this.#terminated(ep)) {
       if (this.#worker !== 0) return null
-      const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp, this.#conns) : this.#terminators.get(ep.name)!
+      const l = ep.protocol === 'tcp'
+        ? new TcpListener(ep, this.#dp, this.#conns)
+        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns, () => this.#dp().conf.timeouts.clientMs) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()
       return l
     }
