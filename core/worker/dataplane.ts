@@ -32,6 +32,7 @@ import { checkHost } from './request-host.js'
 import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request-path.js'
 import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './acme-challenge.js'
+import { grpcHeaders, isGrpc } from './grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -269,11 +270,17 @@ export class DataPlane implements ExchangeHost {
   }
 
   /**
-   * A complete local answer. Counted (finish) before it is written: a client
+   * A complete local answer, the one place its shape is decided: a gRPC client
+   * gets an error as a gRPC status (grpc-status.ts). Counted (finish) before it is written: a client
    * that has its answer finds it in every counter, metric and log line.
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
-    ctx.status = status
+    ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
+    if (status >= 400 && isGrpc(ctx)) {
+      headers = grpcHeaders(status, body, headers)
+      status = 200
+      body = ''
+    }
     ctx.bytesOut = client.bodyBytes(body)
     this.finish(ctx)
     client.send(status, headers, body, close)

@@ -101,8 +101,12 @@ class H2Client extends ClientState implements ClientResponse {
     this.ended = true
     const s = this.#stream
     const n = Buffer.byteLength(body)
-    s.respond(responseHeaders(status, headers, n), { endStream: this.headRequest })
-    if (this.headRequest) return
+    // no body: one HEADERS frame with END_STREAM (a gRPC error is such a Trailers-Only response)
+    s.respond(responseHeaders(status, headers, n), { endStream: this.headRequest || n === 0 })
+    if (this.headRequest || n === 0) {
+      if (!s.readableEnded) setImmediate(() => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
+      return
+    }
     // an answer before the request body ended (401, 413...): RST_STREAM NO_ERROR once it is out tells the client
     // to stop sending (RFC 9113 §8.1) instead of uploading into a stream nobody reads
     if (s.readableEnded) s.end(body)
