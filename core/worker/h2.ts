@@ -125,6 +125,7 @@ function readStream (raw: readonly string[], ended: boolean, remote: string, ent
   const ctx = new Ctx()
   ctx.entrypoint = entrypoint
   ctx.proto = proto
+  ctx.h2 = true
   ctx.remoteAddress = remote
   const headers = ctx.headers
   let authority = ''

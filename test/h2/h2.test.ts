@@ -6,13 +6,14 @@
 import { strict as assert } from 'node:assert'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import http2 from 'node:http2'
 import net from 'node:net'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, startBackend, startLb, waitFor } from '../helpers.js'
 import { requireTool } from '../admin/util.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
 
@@ -67,6 +68,9 @@ before(async () => {
   backend = await startBackend('web', echo)
   const sha = createHash('sha1').update(PASS).digest('base64')
   lb = await startLb(`
+[global]
+workers = 2
+access_log = "{{DIR}}/access.log"
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.h2s]
@@ -189,6 +193,18 @@ describe('HTTP/2 on an https entry point (ALPN)', () => {
 })
 
 describe('h2c (protocol = "h2c")', () => {
+  test('the access log says HTTP/2.0 for an h2 request, nothing for HTTP/1.1 (as before)', async () => {
+    await h2get(`http://127.0.0.1:${h2c}`, { ':path': '/logged-h2' })
+    await curl([`${lb.url}/logged-h1`])
+    const lines = await waitFor(() => {
+      const text = readFileSync(join(lb.dir, 'access.log'), 'utf8')
+      return text.includes('/logged-h2') && text.includes('/logged-h1') ? text.trim().split('\n').map((l) => JSON.parse(l)) : null
+    }, 'both requests in the access log')
+    assert.equal(lines.find((l) => l.path === '/logged-h2').protocol, 'HTTP/2.0')
+    assert.equal(lines.find((l) => l.path === '/logged-h2').entrypoint, 'h2c')
+    assert.equal(lines.find((l) => l.path === '/logged-h1').protocol, undefined)
+  })
+
   test('curl --http2-prior-knowledge is routed; X-Forwarded-Proto http', async () => {
     const out = await curl(['--http2-prior-knowledge', '-w', '\n%{http_version}', `http://127.0.0.1:${h2c}/p`])
     assert.match(out, /"url":"\/p"[\s\S]*"x-forwarded-proto":"http"[\s\S]*\n2$/)
