@@ -25,6 +25,8 @@ import { EMPTY_CHAIN, compileChain, runRequestHooks } from './chain.js'
 import type { ClientResponse } from './client.js'
 import type { Ctx } from './context.js'
 import { ProxyExchange } from './proxy.js'
+import { H2Exchange } from './h2-proxy.js'
+import { h2Pool } from '../upstream/h2-pool.js'
 import { WsTunnel } from './ws-proxy.js'
 import { type CompiledRoute, compileRoutes, matchRoute } from './router.js'
 import { checkRequest } from './request-check.js'
@@ -103,7 +105,8 @@ export class DataPlane implements ExchangeHost {
         pools.set(key, pool)
       }
       used.add(key)
-      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool }
+      const h2 = s.protocol === 'h2c' ? h2Pool(`${key}#h2c`, srv, t.connectMs) : null
+      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool, h2 }
     })
     const slot = slots.services[s.name]!
     return {
@@ -250,7 +253,8 @@ export class DataPlane implements ExchangeHost {
       new WsTunnel(this, ctx, client, target).start()
       return
     }
-    new ProxyExchange(this, ctx, client, target).start()
+    if (svc.conf.protocol === 'h2c') new H2Exchange(this, ctx, client, target).start()
+    else new ProxyExchange(this, ctx, client, target).start()
   }
 
   #reply (ctx: Ctx, client: ClientResponse): void {

@@ -54,6 +54,8 @@ function responseHeaders (status: number, headers: readonly string[], contentLen
 class H2Client extends ClientState implements ClientResponse {
   readonly websocket = null
   readonly #stream: http2.ServerHttp2Stream
+  /** trailer fields for the end of a gRPC response (sent on 'wantTrailers') */
+  #trailers: http2.OutgoingHttpHeaders = {}
 
   constructor (stream: http2.ServerHttp2Stream, ctx: Ctx) {
     super(ctx.method === 'HEAD', false, false, null)
@@ -76,7 +78,24 @@ class H2Client extends ClientState implements ClientResponse {
     if (this.aborted || this.ended) return
     this.started = true
     // HTTP/2 has no reason phrase; node:http2 itself ends 204, 205 and 304 at once
-    this.#stream.respond(responseHeaders(status, headers, contentLength), { endStream: this.headRequest })
+    const out = responseHeaders(status, headers, contentLength)
+    const s = this.#stream
+    // a gRPC response ends with trailers; one whose status is in its head (Trailers-Only) ends with the head
+    const grpc = String(out['content-type'] ?? '').startsWith('application/grpc') && !this.headRequest
+    const only = grpc && out['grpc-status'] !== undefined
+    s.respond(out, { endStream: this.headRequest || only, waitForTrailers: grpc && !only })
+    if (grpc && !only) {
+      s.once('wantTrailers', () => {
+        const t = this.#trailers
+        s.sendTrailers(Object.keys(t).length > 0 ? t : { 'grpc-status': '13', 'grpc-message': 'the server sent no grpc-status' })
+      })
+    }
+  }
+
+  trailers (headers: readonly string[]): void {
+    const t: http2.OutgoingHttpHeaders = {}
+    for (let i = 0; i < headers.length; i += 2) t[headers[i]!] = headers[i + 1]!
+    this.#trailers = t
   }
 
   body (buf: Buffer, start: number, end: number): boolean {
