@@ -146,3 +146,9 @@ test('[entrypoints.NAME.http2]: https and h2c only, checked sizes, h2c cannot tu
   })
   assert.equal(parseConfig(BASE, '/etc/lb/test.toml').entrypoints[0]!.http2.enabled, false)
 })
+
+test('services.NAME.protocol: "http" (default) or "h2c"', () => {
+  assert.match(problems(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2"')), /services\.web\.protocol: expected one of "http", "h2c", found "h2"/)
+  assert.equal(parseConfig(BASE, '/etc/lb/test.toml').services[0]!.protocol, 'http')
+  assert.equal(parseConfig(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2c"'), '/etc/lb/test.toml').services[0]!.protocol, 'h2c')
+})

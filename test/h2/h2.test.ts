@@ -160,7 +160,7 @@ describe('HTTP/2 on an https entry point (ALPN)', () => {
     assert.equal(ok.status, 200)
   })
 
-  test('lb\'s own answers over h2: 404 with no route is impossible here, /health answers', async () => {
+  test('lb\'s own answers over h2: the entry point\'s /health', async () => {
     const r = await h2get(`https://127.0.0.1:${h2s}`, { ':path': '/health' })
     assert.equal(r.status, 200)
     assert.equal(r.body, 'OK\n')
