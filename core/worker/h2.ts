@@ -192,14 +192,6 @@ export interface H2Options {
   readonly streamTimeoutMs: () => number
 }
 
-/** Sessions open on this thread's HTTP/2 servers. */
-const sessions = new Set<http2.ServerHttp2Session>()
-
-export function openH2Sessions (): number { return sessions.size }
-
-/** Sends GOAWAY to every session (drain): streams in flight finish, no new ones start. */
-export function drainH2 (): void { for (const s of sessions) if (!s.closed) s.close() }
-
 /**
  * The HTTP/2 server of one entry point. It listens on nothing: the caller emits
  * 'connection' with each socket (TLS with ALPN h2, or plain h2c).
@@ -234,8 +226,6 @@ export function h2Server (o: H2Options): http2.Http2Server {
     maxOutstandingSettings: 10,
   } as http2.ServerOptions)
   server.on('session', (session: http2.ServerHttp2Session) => {
-    sessions.add(session)
-    session.on('close', () => sessions.delete(session))
     session.on('error', () => { /* the session closes; its streams get 'close' */ })
     // idle: no frame either way (node:http2 resets the timer on every read and write)
     session.setTimeout(c.idleTimeoutMs, () => { session.close(); session.destroy() })
