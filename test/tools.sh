@@ -20,6 +20,7 @@ want ab apache2-utils                # ApacheBench (HTTP/1.0) against engine = "
 want nginx nginx                     # nginx in front of lb, and the fuzz campaign's reference proxy
 want curl curl                       # curl -0 (HTTP/1.0)
 want redis-sentinel redis-sentinel   # Redis Sentinel for the failover test (test/cluster/sentinel.test.ts)
+want h2load nghttp2-client           # h2load: HTTP/2 load through lb (test/h2)
 [ ${#need[@]} -eq 0 ] && exit 0
 say () { echo "test tools: $*" >&2; }
 sudo=()

@@ -48,7 +48,7 @@ export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[])
  * Never for the node engine: its node:https server does both itself (core/worker/transport/node-engine.ts).
  */
 export function isTerminated (ep: EntryPointConf, challengeEntrypoints: ReadonlySet<string>): boolean {
-  return ep.protocol === 'https' && ep.engine !== 'node' && (ep.tls!.ca !== '' || challengeEntrypoints.has(ep.name))
+  return ep.protocol === 'https' && ep.engine !== 'node' && (ep.tls!.ca !== '' || ep.http2.enabled || challengeEntrypoints.has(ep.name))
 }
 
 /** The entry point `kind`_challenge names, checked to exist with that protocol; '' when the table is absent. */

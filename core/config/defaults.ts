@@ -85,6 +85,17 @@ export const DEFAULTS = {
     // answers, trailers, absolute-form, a 408 for a slow head, 100-continue after routing; README "HTTP engines")
     engine: 'uws' as 'uws' | 'node',
   },
+  // HTTP/2 to clients ([entrypoints.X.http2], core/config/http2.ts, core/worker/transport/h2.ts)
+  http2: {
+    // https: ALPN offers h2 only when asked. On Node 20 an h2 entry point's TLS runs in worker 0 (node:tls: uWS
+    // negotiates no ALPN), so turning it on moves HTTP/1.1-over-TLS encryption to one thread (README, "HTTP/2").
+    enabled: false,
+    maxConcurrentStreams: 250, // Traefik's and Go's default; nginx 128, HAProxy 100
+    maxHeaderListSize: 64 * 1024, // decoded size, so an HPACK bomb (a small block that decodes large) stops here; 4x limits.max_header_bytes
+    maxHeaderPairs: 128, // node's default; uWS refuses HTTP/1.1 heads of more than 100 lines
+    initialWindowSize: 64 * 1024 - 1, // RFC 9113's initial value: a stream's upload buffered per client at most this
+    idleTimeoutMs: 180_000, // Traefik's idleTimeout (180s); nginx keepalive_timeout 75s
+  },
   websocket: {
     // largest client message, reassembled in memory by uWS before it is relayed (uWS's own default is 16 KiB);
     // a bigger one makes uWS close the connection at once. Messages from servers are streamed, never reassembled.

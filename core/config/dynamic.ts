@@ -43,11 +43,16 @@ export interface HealthCheckConf {
   readonly status: number
 }
 
+export const UPSTREAM_PROTOCOLS = ['http', 'h2c'] as const
+export type UpstreamProtocol = typeof UPSTREAM_PROTOCOLS[number]
+
 export interface ServiceConf {
   readonly name: string
   readonly kind: ServiceKind
   readonly balance: Balance
   readonly keepalive: number
+  /** how requests go to the servers: HTTP/1.1, or HTTP/2 with prior knowledge (gRPC; core/upstream/h2-pool.ts) */
+  readonly protocol: UpstreamProtocol
   /** tries on other servers after the first fails before any response byte (nginx proxy_next_upstream_tries - 1) */
   readonly retries: number
   /** no new try starts this long (ms) after the first one began; 0 = no limit (nginx proxy_next_upstream_timeout) */
@@ -120,7 +125,7 @@ const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', '
 
 function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
   const h = c.table(t.health_check, hp, ['type', 'path', 'interval', 'timeout', 'rise', 'fall', 'status'])
@@ -151,6 +156,7 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     kind,
     balance: c.oneOf(t, 'balance', p, BALANCES, DEFAULTS.service.balance),
     keepalive: c.int(t, 'keepalive', p, DEFAULTS.service.keepalive, 0, 65_536),
+    protocol: c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http'),
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
     retryTimeoutMs: c.duration(t, 'retry_timeout', p, DEFAULTS.service.retryTimeoutMs),
     healthCheck,

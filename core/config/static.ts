@@ -15,6 +15,7 @@ import { parseListenAddress } from './host-port.js'
 import { DEFAULTS } from './defaults.js'
 import type { ServiceConf } from './dynamic.js'
 import { type TlsConf, checkTls } from './tls.js'
+import { type Http2Conf, checkHttp2 } from './http2.js'
 import { LEVELS, type Level } from '../log.js'
 import { type CapacityLimits, MAX_CAPACITY } from './capacity.js'
 
@@ -58,8 +59,8 @@ export const SESSION_REVOCATIONS = { min: 64, max: 4_194_304 } as const
 /** bounds of limits.max_header_bytes: uWS's default and a head no client sends (uWS keeps a partial head in memory) */
 export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
 
-/** http and https: routers, middlewares, WebSocket; tcp: raw TCP to one service (core/worker/proxy/tcp-proxy.ts) */
-export const PROTOCOLS = ['http', 'https', 'tcp'] as const
+/** http and https: routers, middlewares, WebSocket; h2c: HTTP/2 with prior knowledge, routers and middlewares; tcp: raw TCP to one service (core/worker/proxy/tcp-proxy.ts) */
+export const PROTOCOLS = ['http', 'https', 'tcp', 'h2c'] as const
 export type Protocol = typeof PROTOCOLS[number]
 /** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/transport/node-engine.ts) */
 export const ENGINES = ['uws', 'node'] as const
@@ -81,6 +82,8 @@ export interface EntryPointConf {
   readonly health: string
   /** http and https: the HTTP engine ("uws" for tcp) */
   readonly engine: Engine
+  /** HTTP/2 to clients: https (ALPN h2 when enabled) and h2c (always) */
+  readonly http2: Http2Conf
 }
 
 /** Escapes a path may keep (each refused with 400 unless allowed), Traefik's encodedCharacters. */
@@ -189,7 +192,7 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
   const seen = new Set<string>()
   for (const [name, v] of Object.entries(eps)) {
     const p = join('entrypoints', name)
-    const t: Table = c.table(v, p, ['address', 'protocol', 'engine', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters'])
+    const t: Table = c.table(v, p, ['address', 'protocol', 'engine', 'tls', 'service', 'websocket_max_message', 'health', 'merge_slashes', 'encoded_characters', 'http2'])
     const address = c.string(t, 'address', p)
     const hp = parseListenAddress(address)
     if (hp === null && address !== '') c.problem(join(p, 'address'), 'an address like "127.0.0.1:8080" or "[::1]:8080" (port 0: any free port)', address)
@@ -209,6 +212,8 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
       if (t.tls === undefined) c.problems.push(`${join(p, 'tls')}: expected a table with cert and key (required for protocol = "https"), found nothing`)
       else tls = checkTls(c, t.tls, join(p, 'tls'), baseDir)
     } else only('tls', 'https')
+    if (protocol !== 'https' && protocol !== 'h2c') only('http2', 'https" or "h2c')
+    const http2 = checkHttp2(c, protocol === 'https' || protocol === 'h2c' ? t.http2 : undefined, p, protocol === 'h2c')
     let health = ''
     if (protocol === 'tcp') {
       service = c.string(t, 'service', p)
@@ -225,8 +230,11 @@ export function checkEntryPoints (c: Checker, raw: unknown, baseDir: string = pr
     }
     const wsMaxMessage = c.size(t, 'websocket_max_message', p, DEFAULTS.websocket.maxMessageBytes)
     if (wsMaxMessage < 1 || wsMaxMessage > 1024 ** 3) c.problem(join(p, 'websocket_max_message'), 'a size from 1 byte to "1G"', t.websocket_max_message)
+    if (protocol === 'h2c') only('engine', 'http" or "https')
     const engine = c.oneOf(t, 'engine', p, ENGINES, DEFAULTS.entrypoint.engine)
-    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health, engine, requestPath: checkRequestPath(c, t, p) })
+    // node:https could offer h2 too, but its h2 streams would need node:http2's server here as well: one h2 engine
+    if (engine === 'node' && http2.enabled) c.problems.push(`${join(join(p, 'http2'), 'enabled')}: HTTP/2 is served with engine = "uws" only (this entry point has engine = "node")`)
+    out.push({ name, host: hp?.host ?? '', port: hp?.port ?? 0, protocol, tls, service, wsMaxMessage, health, engine, requestPath: checkRequestPath(c, t, p), http2 })
   }
   if (out.length === 0) c.problems.push('entrypoints: expected at least one entry point, found none')
   return out

@@ -50,6 +50,7 @@ export class AccessLog {
       server: ctx.server,
       retries: ctx.retries === 0 ? undefined : ctx.retries,
       user: ctx.user === '' ? undefined : ctx.user,
+      protocol: ctx.h2 ? 'HTTP/2.0' : undefined, // Traefik's RequestProtocol; absent: HTTP/1.1
     })
   }
 

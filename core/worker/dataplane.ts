@@ -33,6 +33,9 @@ import { checkHost } from './request/request-host.js'
 import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } from './request/request-path.js'
 import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
+import { H2Exchange } from './proxy/h2-proxy.js'
+import { h2Pool } from '../upstream/h2-pool.js'
+import { grpcHeaders, isGrpc } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -107,7 +110,8 @@ export class DataPlane implements ExchangeHost {
         pools.set(key, pool)
       }
       used.add(key)
-      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool }
+      const h2 = s.protocol === 'h2c' ? h2Pool(`${key}#h2c`, srv, t.connectMs) : null
+      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool, h2 }
     })
     const slot = slots.services[s.name]!
     return {
@@ -259,7 +263,8 @@ export class DataPlane implements ExchangeHost {
       new WsTunnel(this, ctx, client, target).start()
       return
     }
-    new ProxyExchange(this, ctx, client, target).start()
+    if (svc.conf.protocol === 'h2c') new H2Exchange(this, ctx, client, target).start()
+    else new ProxyExchange(this, ctx, client, target).start()
   }
 
   #reply (ctx: Ctx, client: ClientResponse): void {
@@ -279,15 +284,20 @@ export class DataPlane implements ExchangeHost {
   }
 
   /**
-   * A complete local answer. Counted (finish) before it is written: a client
+   * A complete local answer, the one place its shape is decided: a gRPC client
+   * gets an error as a gRPC status (grpc-status.ts). Counted (finish) before it is written: a client
    * that has its answer finds it in every counter, metric and log line.
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
-    if (status >= 400 && this.#genRouters.size > 0) {
+    ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
+    if (status >= 400 && isGrpc(ctx)) {
+      headers = grpcHeaders(status, body, headers)
+      status = 200
+      body = ''
+    } else if (status >= 400 && this.#genRouters.size > 0) {
       const shape = this.#apiShape(ctx)
       if (shape !== 'text') ({ headers, body } = shapeAnswer(shape, status, headers, body))
     }
-    ctx.status = status
     ctx.bytesOut = client.bodyBytes(body)
     this.finish(ctx)
     client.send(status, headers, body, close)

@@ -8,6 +8,9 @@
 //   (tls-terminator.ts says why uWS cannot do it), which hands the decrypted
 //   connections to a plain uWS app that every worker listens with on a unix
 //   socket in global.state_dir.
+// - https with http2.enabled: terminated in worker 0 as above; ALPN picks h2
+//   (served in worker 0 by h2.ts) or http/1.1 (handed to a worker's uWS app).
+// - h2c: a node:net server in worker 0 handing sessions to h2.ts (h2c.ts).
 // - tcp: a node:net server in worker 0 (tcp-proxy.ts).
 // - http, https with engine = "node": a node:http(s) server (node-engine.ts)
 //   in every worker on Node with net's reusePort (22.12, 23.1 on), else in
@@ -50,6 +53,7 @@ import { type Listener, type RequestHandler, PLAIN } from './transport/listen-op
 import { TcpListener, openSessions } from './proxy/tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls/tls-terminator.js'
 import { acmeKey, withAcme } from './tls/acme-sni.js'
+import { H2cListener } from './transport/h2c.js'
 
 type Uws = ReturnType<typeof loadUws>
 
@@ -110,9 +114,9 @@ export class EntryPoints {
     return isTerminated(ep, this.#alpnEps) // false for the node engine: node:https is its own TLS
   }
 
-  /** Whether the entry point is a web one with its own listener in every worker (uWS, or the node engine), not worker 0's node:net or node:tls terminator. */
+  /** Whether the entry point is a web one with its own listener in every worker (uWS, or the node engine), not one of worker 0's node:net servers (tcp, h2c) or node:tls terminators. */
   #isWeb (ep: EntryPointConf): boolean {
-    return ep.protocol !== 'tcp' && !this.#terminated(ep)
+    return ep.protocol !== 'tcp' && ep.protocol !== 'h2c' && !this.#terminated(ep)
   }
 
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
@@ -142,7 +146,8 @@ export class EntryPoints {
         try {
           this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
           const workers = this.#workers
-          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs)
+          const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns } : null
+          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2)
           t.setChallenges(this.#alpn)
           this.#terminators.set(ep.name, t)
           this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))
@@ -199,7 +204,9 @@ export class EntryPoints {
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
     if (!this.#isWeb(ep)) {
       if (this.#worker !== 0) return null
-      const l = ep.protocol === 'tcp' ? new TcpListener(ep, this.#dp, this.#conns) : this.#terminators.get(ep.name)!
+      const l = ep.protocol === 'tcp'
+        ? new TcpListener(ep, this.#dp, this.#conns)
+        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns, () => this.#dp().conf.timeouts.clientMs) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()
       return l
     }

@@ -9,6 +9,7 @@ import type { Config } from '../config/load.js'
 import type { Stripe } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
 import type { Balancer } from '../upstream/balance.js'
+import type { H2Pool } from '../upstream/h2-pool.js'
 import type { ServerPool } from '../upstream/pool.js'
 import type { Chain } from './request/chain.js'
 import type { ClientResponse } from './transport/client.js'
@@ -18,6 +19,8 @@ export interface ServerRuntime {
   readonly conf: ServiceConf['servers'][number]
   readonly slot: number
   readonly pool: ServerPool
+  /** the server's HTTP/2 session when its service has protocol = "h2c"; null otherwise */
+  readonly h2: H2Pool | null
 }
 
 export interface ServiceRuntime {

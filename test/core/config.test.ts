@@ -132,3 +132,23 @@ test('timeouts.header and client_keep_alive: whole seconds from 1 s to 960 s (uW
   assert.match(msg, /timeouts\.header: expected a duration like "5s" or "250ms" from 1s to 960s, found "500ms"/)
   assert.match(msg, /timeouts\.client_keep_alive: expected a duration like "5s" or "250ms" from 1s to 960s, found "961s"/)
 })
+
+test('[entrypoints.NAME.http2]: https and h2c only, checked sizes, h2c cannot turn it off', () => {
+  const ep = (proto: string, extra: string): string => BASE + `[entrypoints.x]\naddress = "127.0.0.1:0"\nprotocol = "${proto}"\n${extra}\n`
+  assert.match(problems(ep('http', 'http2 = true')), /entrypoints\.x\.http2: only for protocol = "https" or "h2c" \(this entry point is "http"\)/)
+  assert.match(problems(ep('h2c', '[entrypoints.x.http2]\nenabled = false')), /entrypoints\.x\.http2\.enabled: expected true or nothing \(protocol = "h2c" is HTTP\/2 only\), found boolean false/)
+  assert.match(problems(ep('h2c', '[entrypoints.x.http2]\nmax_concurrent_streams = 0')), /entrypoints\.x\.http2\.max_concurrent_streams: expected an integer from 1 to 10000, found number 0/)
+  assert.match(problems(ep('h2c', '[entrypoints.x.http2]\ninitial_window_size = "4G"')), /entrypoints\.x\.http2\.initial_window_size: expected a size from 1024 to 2147483647 bytes, found "4G"/)
+  assert.match(problems(ep('h2c', '[entrypoints.x.http2]\nmaxConcurrentStreams = 9')), /entrypoints\.x\.http2\.maxConcurrentStreams/)
+  const conf = parseConfig(ep('h2c', ''), '/etc/lb/test.toml')
+  assert.deepEqual(conf.entrypoints.find((e) => e.name === 'x')!.http2, {
+    enabled: true, maxConcurrentStreams: 250, maxHeaderListSize: 65536, maxHeaderPairs: 128, initialWindowSize: 65535, idleTimeoutMs: 180_000,
+  })
+  assert.equal(parseConfig(BASE, '/etc/lb/test.toml').entrypoints[0]!.http2.enabled, false)
+})
+
+test('services.NAME.protocol: "http" (default) or "h2c"', () => {
+  assert.match(problems(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2"')), /services\.web\.protocol: expected one of "http", "h2c", found "h2"/)
+  assert.equal(parseConfig(BASE, '/etc/lb/test.toml').services[0]!.protocol, 'http')
+  assert.equal(parseConfig(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2c"'), '/etc/lb/test.toml').services[0]!.protocol, 'h2c')
+})

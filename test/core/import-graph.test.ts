@@ -120,6 +120,11 @@ test('import graph: in the data plane only the node engine (node-engine, node-cl
   assert.deepEqual([...new Set(users)].sort(), ['core/worker/transport/node-client', 'core/worker/transport/node-engine', 'core/worker/transport/node-ws'])
 })
 
+test('import graph: node:http2 is imported by one server module (transport/h2) and one client module (upstream/h2-pool)', () => {
+  const users = [...graph()].filter(([, tos]) => tos.has('node:http2')).map(([mod]) => mod)
+  assert.deepEqual([...new Set(users)].sort(), ['core/upstream/h2-pool', 'core/worker/transport/h2'])
+})
+
 /** Past this, a file holds more than one concept: split it by concept (docs/architecture.md). */
 const MAX_LINES = 400
 

@@ -78,7 +78,7 @@ test('keys that belong to other protocols are refused', () => {
   assert.match(problems(`[entrypoints.p]\naddress = "127.0.0.1:8080"\n${pair}`), /entrypoints\.p\.tls: only for protocol = "https" \(this entry point is "http"\)/)
   assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\nservice = "web"'), /entrypoints\.p\.service: only for protocol = "tcp"/)
   assert.match(problems('[entrypoints.t]\naddress = "127.0.0.1:9000"\nprotocol = "tcp"\nservice = "web"\nwebsocket_max_message = "1M"'), /entrypoints\.t\.websocket_max_message: only for protocol = "http" or "https"/)
-  assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\nprotocol = "quic"'), /entrypoints\.p\.protocol: expected one of "http", "https", "tcp", found "quic"/)
+  assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\nprotocol = "quic"'), /entrypoints\.p\.protocol: expected one of "http", "https", "tcp", "h2c", found "quic"/)
   assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\nwebsocket_max_message = "2G"'), /entrypoints\.p\.websocket_max_message: expected a size from 1 byte to "1G"/)
 })
 

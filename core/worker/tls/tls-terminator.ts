@@ -29,6 +29,16 @@ import { proxyV2Header } from '../../net/proxy-protocol.js'
 import { boundPort, listenServer } from '../../net/listen.js'
 import { AlpnChallenges } from './tls-alpn.js'
 import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
+import type { Connections } from '../connections.js'
+import { h2Server } from '../transport/h2.js'
+import type { RequestHandler } from '../transport/listen-options.js'
+
+/** Serves HTTP/2 sessions in this thread: what an entry point with http2.enabled gives its terminator. */
+export interface H2Serving {
+  readonly handler: RequestHandler
+  /** counts the h2 connections (the http/1.1 ones are counted by the worker's uWS app they are handed to) */
+  readonly conns: Connections
+}
 
 const conns = new Set<tls.TLSSocket>()
 
@@ -48,10 +58,13 @@ export class TlsTerminator {
   #server: net.Server | null = null
   #tls: tls.Server | null = null
   #next = 0
+  readonly #h2: H2Serving | null
 
   /** `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). Throws when the certificate files are unusable. */
-  constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number) {
+  constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number,
+    h2: H2Serving | null = null) {
     this.#ep = ep
+    this.#h2 = h2
     this.#conf = conf
     this.#alpn = new AlpnChallenges(ep.name)
     this.#workers = workers
@@ -73,8 +86,16 @@ export class TlsTerminator {
       rejectUnauthorized: mtls, // no certificate, or one that does not chain to `ca`: the handshake fails
       handshakeTimeout: this.#handshakeMs(),
       SNICallback: (name, cb) => cb(null, this.#sni(name)),
+      // http2.enabled: h2 first (RFC 9113 §3.2), http/1.1 for the rest; a client that offers neither gets
+      // the no_application_protocol alert. Without: no ALPN, as on a uWS entry point.
+      ...(this.#h2 !== null ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}),
     })
-    secure.on('secureConnection', (sock) => this.#relay(sock))
+    const h2 = this.#h2
+    const h2server = h2 === null ? null : h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'https', handler: h2.handler, streamTimeoutMs: this.#handshakeMs })
+    secure.on('secureConnection', (sock) => {
+      if (h2server === null || sock.alpnProtocol !== 'h2') this.#relay(sock)
+      else this.#serveH2(sock, h2server, h2!.conns)
+    })
     // refused handshakes (no or bad client certificate, old TLS) and those past handshakeTimeout: node:tls
     // only reports the time-out, and a connection left open here would hold a descriptor of the process for good
     secure.on('tlsClientError', (_err, sock) => { sock.destroy() })
@@ -116,6 +137,17 @@ export class TlsTerminator {
 
   #sni (name: string): tls.SecureContext | undefined {
     return sniContext(this.#contexts, name)
+  }
+
+  /** An h2 session served in this thread, counted as a connection (global.max_connections). */
+  #serveH2 (client: tls.TLSSocket, server: ReturnType<typeof h2Server>, counted: Connections): void {
+    conns.add(client)
+    client.once('close', () => { conns.delete(client); counted.close() })
+    if (!counted.open()) {
+      client.destroy()
+      return
+    }
+    server.emit('connection', client)
   }
 
   #relay (client: tls.TLSSocket): void {

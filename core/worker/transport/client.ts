@@ -31,6 +31,8 @@ export interface ClientResponse {
   /** Writes body bytes buf[start, end); false = client backpressure (the data is kept), wait for onDrain. */
   body (buf: Buffer, start: number, end: number): boolean
   onDrain (cb: () => void): void
+  /** Trailer fields to send before end() (gRPC's grpc-status); absent where the transport has none (uWS: HTTP/1.1 sends none). */
+  sendTrailers?: (headers: readonly string[]) => void
   /** Ends the response (after head and body). */
   end (): void
   /** A complete small response in one write; `close` asks to close the connection after it. */

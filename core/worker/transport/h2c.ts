@@ -1,0 +1,57 @@
+// An h2c entry point (protocol = "h2c"): HTTP/2 with prior knowledge on plain
+// TCP, for internal gRPC clients and services (Traefik serves h2c on its plain
+// entry points; nginx `listen ... http2` without ssl). A node:net server in
+// worker 0 (Node 20's worker threads cannot share a port with node:net:
+// listeners.ts) hands each counted connection to the entry point's HTTP/2
+// server (h2.ts). A client that speaks HTTP/1.1 here gets a GOAWAY
+// PROTOCOL_ERROR from node:http2: nothing is routed.
+import net from 'node:net'
+import type { EntryPointConf } from '../../config/static.js'
+import { boundPort, listenServer } from '../../net/listen.js'
+import type { Connections } from '../connections.js'
+import { h2Server } from './h2.js'
+import type { RequestHandler } from './listen-options.js'
+
+export class H2cListener {
+  readonly #ep: EntryPointConf
+  readonly #handler: RequestHandler
+  readonly #conns: Connections
+  readonly #streamTimeoutMs: () => number
+  #server: net.Server | null = null
+
+  constructor (ep: EntryPointConf, handler: RequestHandler, conns: Connections, streamTimeoutMs: () => number) {
+    this.#ep = ep
+    this.#handler = handler
+    this.#conns = conns
+    this.#streamTimeoutMs = streamTimeoutMs
+  }
+
+  /** Resolves false when the address cannot be bound. */
+  async listen (): Promise<boolean> {
+    const h2 = h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'http', handler: this.#handler, streamTimeoutMs: this.#streamTimeoutMs })
+    const server = net.createServer({ noDelay: true }, (sock) => {
+      const conns = this.#conns
+      sock.once('close', () => conns.close())
+      if (!conns.open()) {
+        sock.destroy()
+        return
+      }
+      h2.emit('connection', sock)
+    })
+    server.on('error', () => { /* listen errors are reported through listen() */ })
+    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
+    if (ok) this.#server = server
+    return ok
+  }
+
+  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
+  get port (): number {
+    return boundPort(this.#server)
+  }
+
+  /** Stops accepting; open sessions carry on. */
+  close (): void {
+    this.#server?.close()
+    this.#server = null
+  }
+}
