@@ -16,7 +16,12 @@ export interface Logger {
 
 export type Sink = (line: string) => void
 
-const stderrSink: Sink = (line) => { process.stderr.write(line + '\n') }
+// A stderr nobody reads any more (journald restarted, the reader of a pipe gone: EPIPE) must neither stop nor
+// spin lb: unhandled, the stream's error would be reported as a fault, whose log line fails again, forever.
+// Lines are dropped from then on; there is no one left to tell.
+let stderrOpen = true
+process.stderr.on('error', () => { stderrOpen = false })
+const stderrSink: Sink = (line) => { if (stderrOpen) process.stderr.write(line + '\n') }
 
 export function createLogger (level: Level = 'info', base: Record<string, unknown> = {}, sink: Sink = stderrSink): Logger {
   const min = LEVELS.indexOf(level)

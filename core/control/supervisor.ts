@@ -77,15 +77,16 @@ export class Supervisor {
 
   /** Starts every worker; resolves when all listen, rejects with the first fatal start-up error. */
   async start (): Promise<void> {
-    let first = 0
+    // Worker 0 first, alone. It binds the entry points on port 0: the others, and any worker restarted later
+    // (#spawn hands out #config), listen on the ports it got. And it hosts the tcp, h2c and node:tls listeners,
+    // which it opens before its web ones: so the first web listener to accept is worker 0's, when every other
+    // port already does (the readiness core/main.ts promises; another worker's web listener could come first).
+    const ports = await this.#spawn(0)
     if (this.#config.entrypoints.some((e) => e.port === 0)) {
-      // worker 0 alone binds the entry points on port 0; the others, and any worker
-      // restarted later (#spawn hands out #config), then listen on the ports it got
-      this.#bound = portsBound(this.#config.entrypoints, await this.#spawn(0))
+      this.#bound = portsBound(this.#config.entrypoints, ports)
       this.#config = withBoundPorts(this.#config, this.#bound)
-      first = 1
     }
-    await Promise.all(this.#slots.slice(first).map((_, i) => this.#spawn(first + i)))
+    await Promise.all(this.#slots.slice(1).map((_, i) => this.#spawn(1 + i)))
   }
 
   /** The ports the entry points on port 0 got (empty until start() resolves, and when none is on port 0). */
