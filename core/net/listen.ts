@@ -17,3 +17,29 @@ export function boundPort (server: net.Server | null): number {
   const a = server?.address()
   return typeof a === 'object' && a !== null ? a.port : 0
 }
+
+/**
+ * What worker 0's node:net listeners share (tcp, h2c, the TLS terminators): one server on an entry point's
+ * address, its port, and a close that stops accepting while established connections carry on.
+ */
+export class NetListener {
+  #server: net.Server | null = null
+
+  /** Resolves false when the address cannot be bound. */
+  protected async bind (server: net.Server, host: string, port: number): Promise<boolean> {
+    const ok = await listenServer(server, host, port)
+    if (ok) this.#server = server
+    return ok
+  }
+
+  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
+  get port (): number {
+    return boundPort(this.#server)
+  }
+
+  /** Stops accepting; established connections carry on. */
+  close (): void {
+    this.#server?.close()
+    this.#server = null
+  }
+}

@@ -19,7 +19,7 @@ import type { EntryPointConf } from '../../config/static.js'
 import type { Connections } from '../connections.js'
 import type { DataPlane, ServiceRuntime } from '../dataplane.js'
 import { ServerTries, connectServer } from './server-tries.js'
-import { boundPort, listenServer } from '../../net/listen.js'
+import { NetListener } from '../../net/listen.js'
 
 const sessions = new Set<TcpSession>()
 
@@ -28,14 +28,14 @@ export function openSessions (): number {
   return sessions.size
 }
 
-export class TcpListener {
+export class TcpListener extends NetListener {
   readonly #ep: EntryPointConf
   readonly #dp: () => DataPlane
   readonly #conns: Connections
-  #server: net.Server | null = null
 
   /** `dp` returns the generation in force: a new session takes its service from it. */
   constructor (ep: EntryPointConf, dp: () => DataPlane, conns: Connections) {
+    super()
     this.#ep = ep
     this.#dp = dp
     this.#conns = conns
@@ -53,20 +53,7 @@ export class TcpListener {
       }
       new TcpSession(this.#dp(), this.#ep, client).start()
     })
-    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
-    if (ok) this.#server = server
-    return ok
-  }
-
-  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
-  get port (): number {
-    return boundPort(this.#server)
-  }
-
-  /** Stops accepting; open sessions carry on. */
-  close (): void {
-    this.#server?.close()
-    this.#server = null
+    return this.bind(server, this.#ep.host, this.#ep.port)
   }
 }
 

@@ -26,7 +26,7 @@ import type { AcmeAlpnChallenge } from '../../protocol.js'
 import type { EntryPointConf } from '../../config/static.js'
 import type { TlsConf } from '../../config/tls.js'
 import { proxyV2Header } from '../../net/proxy-protocol.js'
-import { boundPort, listenServer } from '../../net/listen.js'
+import { NetListener } from '../../net/listen.js'
 import { AlpnChallenges } from './tls-alpn.js'
 import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
 import type { Connections } from '../connections.js'
@@ -47,7 +47,7 @@ export function openTerminated (): number {
   return conns.size
 }
 
-export class TlsTerminator {
+export class TlsTerminator extends NetListener {
   readonly #ep: EntryPointConf
   #conf: TlsConf
   readonly #workers: number
@@ -55,7 +55,6 @@ export class TlsTerminator {
   readonly #handshakeMs: () => number
   readonly #alpn: AlpnChallenges
   #contexts: Contexts
-  #server: net.Server | null = null
   #tls: tls.Server | null = null
   #next = 0
   readonly #h2: H2Serving | null
@@ -63,6 +62,7 @@ export class TlsTerminator {
   /** `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). Throws when the certificate files are unusable. */
   constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number,
     h2: H2Serving | null = null) {
+    super()
     this.#ep = ep
     this.#h2 = h2
     this.#conf = conf
@@ -102,23 +102,13 @@ export class TlsTerminator {
     const serve = (sock: net.Socket): void => { secure.emit('connection', sock) }
     const server = net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
     server.on('error', () => { /* listen errors are reported through listen() */ })
-    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
-    if (ok) {
-      this.#server = server
-      this.#tls = secure
-    }
+    const ok = await this.bind(server, this.#ep.host, this.#ep.port)
+    if (ok) this.#tls = secure
     return ok
   }
 
-  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
-  get port (): number {
-    return boundPort(this.#server)
-  }
-
-  /** Stops accepting; established connections carry on. */
-  close (): void {
-    this.#server?.close()
-    this.#server = null
+  override close (): void {
+    super.close()
     this.#tls = null
   }
 

@@ -7,19 +7,19 @@
 // PROTOCOL_ERROR from node:http2: nothing is routed.
 import net from 'node:net'
 import type { EntryPointConf } from '../../config/static.js'
-import { boundPort, listenServer } from '../../net/listen.js'
+import { NetListener } from '../../net/listen.js'
 import type { Connections } from '../connections.js'
 import { h2Server } from './h2.js'
 import type { RequestHandler } from './listen-options.js'
 
-export class H2cListener {
+export class H2cListener extends NetListener {
   readonly #ep: EntryPointConf
   readonly #handler: RequestHandler
   readonly #conns: Connections
   readonly #streamTimeoutMs: () => number
-  #server: net.Server | null = null
 
   constructor (ep: EntryPointConf, handler: RequestHandler, conns: Connections, streamTimeoutMs: () => number) {
+    super()
     this.#ep = ep
     this.#handler = handler
     this.#conns = conns
@@ -39,19 +39,6 @@ export class H2cListener {
       h2.emit('connection', sock)
     })
     server.on('error', () => { /* listen errors are reported through listen() */ })
-    const ok = await listenServer(server, this.#ep.host, this.#ep.port)
-    if (ok) this.#server = server
-    return ok
-  }
-
-  /** The port it listens on (the kernel's choice when the entry point asked for 0). */
-  get port (): number {
-    return boundPort(this.#server)
-  }
-
-  /** Stops accepting; open sessions carry on. */
-  close (): void {
-    this.#server?.close()
-    this.#server = null
+    return this.bind(server, this.#ep.host, this.#ep.port)
   }
 }
