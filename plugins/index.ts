@@ -26,9 +26,10 @@ import redirectScheme from './redirect-scheme.js'
 import addPrefix from './add-prefix.js'
 import replacePath from './replace-path.js'
 import stripPrefix from './strip-prefix.js'
+import chain from './chain.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
-  stripPrefix, addPrefix, replacePath] as PluginDef[]
+  stripPrefix, addPrefix, replacePath, chain] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

@@ -1,6 +1,7 @@
 // Dynamic configuration: routers, services (upstream groups and internal
 // services) and middlewares. Hot-swapped on reload (SIGHUP) and by the config
 // API; every worker receives the whole frozen snapshot with a generation number.
+import { expandChains } from './middleware-chain.js'
 import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
 import { type Rule, parseRule, rulePriority } from './rule.js'
@@ -73,7 +74,10 @@ export interface RouterConf {
   /** the priority routing uses: `priority`, or when 0 the rule's length (rule.ts rulePriority) */
   readonly effectivePriority: number
   readonly entrypoints: readonly string[]
+  /** as configured (the dashboard shows these) */
   readonly middlewares: readonly string[]
+  /** what the router runs, in order: `middlewares` with each chain expanded (middleware-chain.ts) */
+  readonly chain: readonly string[]
   readonly service: string
   /** certificates from an ACME resolver for the rule's hosts; null = none */
   readonly tls: RouterTlsConf | null
@@ -195,6 +199,7 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
   middlewares: readonly MiddlewareConf[]): RouterConf[] {
   const t = c.table(raw, 'routers', null)
   const out: RouterConf[] = []
+  const expanded = expandChains(c, middlewares)
   for (const [name, v] of Object.entries(t)) {
     const p = join('routers', name)
     const r = c.table(v, p, ['rule', 'priority', 'entrypoints', 'middlewares', 'service', 'tls'])
@@ -216,7 +221,8 @@ export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly st
     // Traefik takes any int up to MaxInt64 - 1000, negative ones too; lb's numbers are exact to 2^53
     const priority = c.int(r, 'priority', p, DEFAULTS.router.priority, -MAX_PRIORITY, MAX_PRIORITY)
     const effectivePriority = priority !== 0 ? priority : rulePriority(rule, ast)
-    out.push({ name, rule, ast, priority, effectivePriority, entrypoints: eps, middlewares: mws, service, tls: checkRouterTls(c, r.tls, join(p, 'tls')) })
+    const chain = mws.flatMap((m) => expanded.get(m) ?? [])
+    out.push({ name, rule, ast, priority, effectivePriority, entrypoints: eps, middlewares: mws, chain, service, tls: checkRouterTls(c, r.tls, join(p, 'tls')) })
   }
   return out
 }

@@ -85,7 +85,7 @@ export class DataPlane implements ExchangeHost {
     for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, host))
     const target = (r: RouterConf): RouteTarget => ({
       service: this.services.get(r.service) ?? null,
-      chain: r.middlewares.length === 0 ? EMPTY_CHAIN : compileChain(r.middlewares.map((name) => ({ name, hooks: hooks.get(name)! }))),
+      chain: r.chain.length === 0 ? EMPTY_CHAIN : compileChain(r.chain.map((name) => ({ name, hooks: hooks.get(name)! }))),
       routerSlot: slots.routers[r.name] ?? -1,
     })
     for (const r of conf.routers) if (this.services.get(r.service)?.conf.kind === 'generate') this.#genRouters.add(r.name)

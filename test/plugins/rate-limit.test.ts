@@ -22,7 +22,7 @@ describe('rateLimit config validation', () => {
     assert.match(problems(oneMiddleware('type = "rateLimit"\nalgorithm = "slidingWindow"\nlimit = 5\nperiod = "2d"')),
       /middlewares\.m\.period: expected a duration of at most "24h", found "2d"/)
     assert.match(problems(oneMiddleware('type = "rateLimit"\naverage = 5\ndepth = 0')), /middlewares\.m\.depth: expected an integer from 1 to 32, found number 0/)
-    assert.match(problems(oneMiddleware('type = "ratelimit"\naverage = 5')), /middlewares\.m\.type: expected a middleware type \(rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList, stripPrefix, addPrefix, replacePath\) or a plugin module path or package name, found "ratelimit"/)
+    assert.match(problems(oneMiddleware('type = "ratelimit"\naverage = 5')), /middlewares\.m\.type: expected a middleware type \(rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList, stripPrefix, addPrefix, replacePath, chain\) or a plugin module path or package name, found "ratelimit"/)
   })
 })
 

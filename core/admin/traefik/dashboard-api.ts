@@ -104,7 +104,7 @@ export function runtimeView (ctx: AdminContext, config: Config): RuntimeView {
   const middlewares = config.middlewares.map((m): Obj => ({
     [m.type]: middlewareOptions(m),
     ...runtimeStatus(ctx, m.name),
-    usedBy: config.routers.filter((r) => r.middlewares.includes(m.name)).map((r) => `${r.name}@file`).sort(),
+    usedBy: config.routers.filter((r) => r.middlewares.includes(m.name) || r.chain.includes(m.name)).map((r) => `${r.name}@file`).sort(),
     name: `${m.name}@file`,
     provider: 'file',
     type: m.type.toLowerCase(),

@@ -101,6 +101,8 @@ export function middlewareOptions (m: MiddlewareConf): unknown {
       const src = sourceCriterion(c.source as Source | undefined)
       return { sourceRange: c.sourceRange, rejectStatusCode: c.rejectStatus, ...(src === undefined ? {} : { ipStrategy: src.ipStrategy }) }
     }
+    case 'chain': // the names as configured, as a router's middlewares are shown
+      return { middlewares: c.middlewares }
     default:
       return generic(c)
   }
