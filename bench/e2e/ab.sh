@@ -1,58 +1,75 @@
 #!/usr/bin/env bash
-# A/B of two builds of the balancer: CPU per request, alternating, with a fresh
-# lb process for every measurement (so one process's luck is not counted as the
-# build's). For differences too small for the side-by-side harness.
+# A/B of this working tree against another build of lb, in ONE run of the
+# side-by-side harness (bench/e2e/run.sh): `lb` (this tree, built here) and
+# `lb-ref` (REF) alternate in every round with a peer, then every round's
+# ratios are printed with that round's noise, and the medians. The habit
+# before merging a change to the request path; its last lines go in the
+# commit message. How to read the noise: bench/RESULTS.md, "A/B against a commit".
 #
-#   bash bench/e2e/ab.sh ROOT_A ROOT_B [PAIRS] [PATH]
+#   bash bench/e2e/ab.sh [options] REF
 #
-# ROOT_*: checkouts with `npm run build` done (node_modules may be a symlink).
-# PAIRS: default 6. PATH: default /big (4 KiB); / is the 16-byte body.
-# Backend: the harness's peers/backend-nginx.conf on ports 9101/9102
-# (BENCH_HARNESS, default ../shared/bench); lb listens on 9300 with the config
-# of bench/e2e/lb-target.sh.
-# Env: WORKERS (default auto), CONNS (default 64), SECONDS_ (default 6).
-# Prints one line per measurement and the mean per build, in µs of CPU (user +
-# system, all threads of the process) per request.
+# REF: a commit of this repository (main, HEAD~3, 43dead2...), built once into
+# $AB_CACHE/<commit> (default ${TMPDIR:-/tmp}/lb-ab): its files from git
+# archive, this tree's node_modules linked when its package-lock.json is the
+# same (else `npm install --omit=optional` there: the lockfile leaves out other
+# platforms' packages, which `npm ci` refuses), then tsc. Or the directory of a
+# built checkout.
+# Options: -r ROUNDS (5), -d SECS per load (5), -w SECS warm-up (3),
+#   -c "CONNS..." (64), -b "BODIES..." (small big), -p PEER (haproxy-1t; "" for
+#   none), WORKERS=N in the environment for both builds (default auto).
+# Needs what bench/e2e/run.sh needs (the harness, nginx, haproxy, wrk). Ports:
+# lb 9300, lb-ref 9302, the harness's backends 9101/9102 and peers; the
+# harness refuses to start when one is taken (another benchmark running).
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,15p "$0"; exit 2; }
-A=$(cd "$1" && pwd); B=$(cd "$2" && pwd); PAIRS=${3:-6}; URLPATH=${4:-/big}
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-harness="${BENCH_HARNESS:-$root/../shared/bench}"
-dir=$(mktemp -d)
-lb=0
-cleanup () { [ "$lb" != 0 ] && kill "$lb" 2>/dev/null; [ -n "${backend:-}" ] && kill "$backend" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-
-mkdir -p "$dir/backend/tmp"
-nginx -p "$dir/backend/" -e error.log -c "$harness/peers/backend-nginx.conf" -g 'daemon off;' > /dev/null 2>&1 < /dev/null &
-backend=$!
-until curl -sf -o /dev/null http://127.0.0.1:9101/; do sleep 0.2; done
-
-source "$root/bench/e2e/ticks.sh"
-cpu () { local u s; read -r u s <<< "$(ticks "$1")"; echo $((u + s)); } # user + system ticks of process $1
-hz=$(getconf CLK_TCK)
-declare -A sum=()
-
-for i in $(seq "$PAIRS"); do
-  for root in "$A" "$B"; do
-    mkdir -p "$dir/lb"
-    PORT=9300 UPSTREAMS=127.0.0.1:9101,127.0.0.1:9102 RUN_DIR="$dir/lb" WORKERS="${WORKERS:-auto}" \
-      bash "$root/bench/e2e/lb-target.sh" > "$dir/lb.log" 2>&1 < /dev/null &
-    lb=$!
-    until curl -sf -o /dev/null "http://127.0.0.1:9300$URLPATH"; do
-      kill -0 "$lb" 2>/dev/null || { cat "$dir/lb.log" >&2; exit 1; }
-      sleep 0.2
-    done
-    wrk -t1 -c"${CONNS:-64}" -d2 "http://127.0.0.1:9300$URLPATH" > /dev/null # warm-up, not counted
-    t0=$(cpu "$lb")
-    out=$(wrk -t1 -c"${CONNS:-64}" -d"${SECONDS_:-6}" --latency "http://127.0.0.1:9300$URLPATH")
-    t1=$(cpu "$lb")
-    n=$(awk '/requests in/ {print $1}' <<< "$out")
-    us=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v n="$n" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
-    echo "pair $i  $root  $(awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print "req/s", r, " p99", p}' <<< "$out")  µs/req $us"
-    sum[$root]=$(awk -v a="${sum[$root]:-0}" -v b="$us" 'BEGIN {print a + b}')
-    kill "$lb"; wait "$lb" 2>/dev/null || true; lb=0
-    rm -rf "$dir/lb"
-  done
+rounds=5 secs=5 warm=3 conns=64 bodies='small big' peer=haproxy-1t
+while getopts 'r:d:w:c:b:p:' o; do
+  case $o in
+    r) rounds=$OPTARG ;; d) secs=$OPTARG ;; w) warm=$OPTARG ;; c) conns=$OPTARG ;; b) bodies=$OPTARG ;; p) peer=$OPTARG ;;
+    *) sed -n 2,22p "$0"; exit 2 ;;
+  esac
 done
-for root in "$A" "$B"; do awk -v s="${sum[$root]}" -v n="$PAIRS" -v r="$root" 'BEGIN {printf "mean %s: %.2f µs/req\n", r, s / n}'; done
+shift $((OPTIND - 1))
+[ $# -eq 1 ] || { sed -n 2,22p "$0"; exit 2; }
+ref=$1
+
+# the reference build
+sha=''
+if [ -f "$ref/dist/core/cli.js" ]; then
+  refdir=$(cd "$ref" && pwd)
+else
+  sha=$(git -C "$root" rev-parse --verify --quiet "$ref^{commit}") || { echo "ab: $ref is neither a commit nor a built checkout" >&2; exit 2; }
+  refdir="${AB_CACHE:-${TMPDIR:-/tmp}/lb-ab}/${sha:0:12}"
+  if [ ! -f "$refdir/.built" ]; then
+    echo "ab: building $ref (${sha:0:12}) in $refdir"
+    rm -rf "$refdir" && mkdir -p "$refdir"
+    git -C "$root" archive "$sha" | tar -x -C "$refdir"
+    if cmp -s "$root/package-lock.json" "$refdir/package-lock.json" && cmp -s "$root/native/uws.json" "$refdir/native/uws.json" 2>/dev/null; then
+      ln -s "$root/node_modules" "$refdir/node_modules"
+      [ -d "$root/native/build" ] && cp -a "$root/native/build" "$refdir/native/"
+    else
+      (cd "$refdir" && npm install --omit=optional --no-audit --no-fund > npm-install.log 2>&1) || { echo "ab: npm install failed in $refdir (npm-install.log)" >&2; exit 1; }
+    fi
+    (cd "$refdir" && node_modules/.bin/tsc -p tsconfig.json > tsc.log 2>&1) || true # type errors of an old commit still emit
+    [ -f "$refdir/dist/core/cli.js" ] || { echo "ab: $ref did not build (see $refdir/tsc.log)" >&2; exit 1; }
+    touch "$refdir/.built"
+  fi
+fi
+[ "${AB_BUILD:-1}" = 0 ] || (cd "$root" && npm run build > /dev/null) || { echo "ab: npm run build failed in $root" >&2; exit 1; }
+
+out="${OUT:-$root/bench/out/ab-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$(dirname "$out")"
+# the reference's own target script when it has one: it writes the config that build reads
+target="bash $refdir/bench/e2e/lb-target.sh"
+[ -f "$refdir/bench/e2e/lb-target.sh" ] || target="LB_ROOT=$refdir bash $root/bench/e2e/lb-target.sh"
+dirty=$(git -C "$root" status --porcelain --untracked-files=no | wc -l)
+echo "ab: lb = $root at $(git -C "$root" rev-parse --short HEAD)$([ "$dirty" = 0 ] || echo " + $dirty changed files"); lb-ref = $ref${sha:+ (${sha:0:12})} in $refdir"
+OUT="$out" TARGETS="$peer lb" LB_TARGETS="lb-ref=9302=$target" \
+  bash "$root/bench/e2e/run.sh" -d "$secs" -r "$rounds" -w "$warm" -c "$conns" -b "$bodies" > "$out.log" 2>&1 ||
+  { tail -20 "$out.log" >&2; echo "ab: the harness failed (log: $out.log)" >&2; exit 1; }
+node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb lb-ref --rounds
+echo
+awk '/^### Noise/ {on = 1} on && /^### / && !/Noise/ {exit} on && NF' "$out/summary.md"
+[ -z "$peer" ] || node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb "$peer"
+[ -z "$peer" ] || node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb-ref "$peer"
+echo "results: $out"

@@ -4,9 +4,10 @@
 # measures our process tree). WORKERS (default auto) and ACCESS_LOG (default
 # off, as the nginx and HAProxy peers) may be overridden; ENGINE=node serves the
 # entry point on Node's llhttp (README "HTTP engines"; on Node < 22.12 worker 0
-# alone listens, so compare it with WORKERS=1).
+# alone listens, so compare it with WORKERS=1); LB_ROOT runs the lb built there
+# instead of this checkout's (bench/e2e/ab.sh).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+root="${LB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 dir="${RUN_DIR:-$(mktemp -d)}"
 conf="$dir/lb-bench.toml"
 {

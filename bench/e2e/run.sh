@@ -12,11 +12,13 @@
 # Needs: ../shared/bench (beside this repository), root for its setup.sh (apt
 # nginx haproxy wrk), and `npm run build` done. Extra targets: LB_TARGETS env,
 # one NAME=PORT=COMMAND per line; TARGETS="lb haproxy-1t ..." keeps only those of
-# the default list. lb on another build, in the same run (bench/RESULTS.md):
+# the default list. lb on another build, in the same run: bench/e2e/ab.sh REF, or by hand:
 #   LB_TARGETS="lb-old=9302=bash /tmp/lb-old/bench/e2e/lb-target.sh" TARGETS="haproxy-1t lb" bash bench/e2e/run.sh ...
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# beside the repository (../shared/bench), or beside the folder of worktrees it is one of
 harness="${BENCH_HARNESS:-$root/../shared/bench}"
+[ -n "${BENCH_HARNESS:-}" ] || [ -x "$harness/run.sh" ] || harness="$root/../../shared/bench"
 [ -x "$harness/run.sh" ] || { echo "bench: no harness at $harness (set BENCH_HARNESS)" >&2; exit 1; }
 [ -f "$root/dist/core/cli.js" ] || { echo "bench: run 'npm run build' first" >&2; exit 1; }
 command -v wrk >/dev/null && command -v nginx >/dev/null && command -v haproxy >/dev/null || bash "$harness/setup.sh"
