@@ -31,11 +31,16 @@ export interface ServerConf {
   readonly maintenance: boolean
 }
 
-/** http: GET `path`, expect `status`; tcp: a connect within `timeout` passes (HAProxy's plain `check`) */
-export const CHECK_TYPES = ['http', 'tcp'] as const
+/**
+ * http: GET `path`, expect `status`; tcp: a connect within `timeout` passes (HAProxy's plain `check`);
+ * grpc: grpc.health.v1.Health/Check over HTTP/2 must answer SERVING (nginx Plus `health_check type=grpc`)
+ */
+export const CHECK_TYPES = ['http', 'tcp', 'grpc'] as const
 export interface HealthCheckConf {
   readonly type: typeof CHECK_TYPES[number]
   readonly path: string
+  /** type grpc: the `service` field of the check request; '' asks about the server as a whole (nginx `grpc_service`) */
+  readonly grpcService: string
   readonly intervalMs: number
   readonly timeoutMs: number
   readonly rise: number
@@ -128,11 +133,12 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
-  const h = c.table(t.health_check, hp, ['type', 'path', 'interval', 'timeout', 'rise', 'fall', 'status'])
+  const h = c.table(t.health_check, hp, ['type', 'path', 'grpc_service', 'interval', 'timeout', 'rise', 'fall', 'status'])
   const dh = DEFAULTS.healthCheck
   const healthCheck: HealthCheckConf = {
     type: c.oneOf(h, 'type', hp, CHECK_TYPES, dh.type),
     path: c.string(h, 'path', hp, dh.path),
+    grpcService: c.string(h, 'grpc_service', hp, dh.grpcService),
     intervalMs: c.duration(h, 'interval', hp, dh.intervalMs, 10),
     timeoutMs: c.duration(h, 'timeout', hp, dh.timeoutMs, 1),
     rise: c.int(h, 'rise', hp, dh.rise, 1, 100),
@@ -140,6 +146,7 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     status: c.int(h, 'status', hp, dh.status, 100, 599),
   }
   if (!healthCheck.path.startsWith('/')) c.problem(join(hp, 'path'), 'a path starting with "/"', healthCheck.path)
+  if (h.grpc_service !== undefined && healthCheck.type !== 'grpc') c.problems.push(`${join(hp, 'grpc_service')}: only for type = "grpc"`)
   const servers = c.tables(t.servers, join(p, 'servers')).map((s, i) => {
     const sp = join(join(p, 'servers'), i)
     c.table(s, sp, SERVER_KEYS)

@@ -1,7 +1,8 @@
 // Active health checks, run by the control plane: GET <path> on every server
 // whose `check` flag is set, every `interval`, expecting `status` (200) within
 // `timeout` (type = "tcp": a connect within `timeout`, for services behind
-// tcp entry points). HAProxy's rise/fall: `fall` consecutive failures take an UP server
+// tcp entry points; type = "grpc": grpc.health.v1.Health/Check answers SERVING,
+// core/control/grpc-check.ts). HAProxy's rise/fall: `fall` consecutive failures take an UP server
 // down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
 // shared memory, so every worker sees it at its next pick.
 // Logged: every UP/DOWN change, and every change of a check's outcome (a DOWN
@@ -20,6 +21,7 @@ import { checkVerdict, errnoOf } from '../shm/server-why.js'
 import { bumpServiceState } from '../shm/server-state.js'
 import type { SlotRegistry } from './slots.js'
 import { reportFault } from './faults.js'
+import { grpcCheck } from './grpc-check.js'
 
 interface Probe {
   readonly key: string
@@ -32,6 +34,8 @@ interface Probe {
   req: http.ClientRequest | null
   /** the connect of a `type = "tcp"` check in progress */
   sock: net.Socket | null
+  /** ends the call of a `type = "grpc"` check in progress */
+  abort: AbortController | null
 }
 
 const statusIndex = (s: typeof CHECK_STATUS[number]): number => CHECK_STATUS.indexOf(s)
@@ -56,7 +60,7 @@ export class HealthChecker {
         const key = JSON.stringify([svc.name, srv, svc.healthCheck])
         want.add(key)
         if (this.#probes.has(key)) continue
-        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null }
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
         this.#probes.set(key, probe)
         this.#schedule(probe, 0)
       }
@@ -87,9 +91,11 @@ export class HealthChecker {
     if (p.timer !== null) clearTimeout(p.timer)
     p.req?.destroy()
     p.sock?.destroy()
+    p.abort?.abort()
     p.timer = null
     p.req = null
     p.sock = null
+    p.abort = null
   }
 
   #schedule (p: Probe, delayMs: number): void {
@@ -114,6 +120,7 @@ export class HealthChecker {
       done = true
       p.req = null
       p.sock = null
+      p.abort = null
       this.#record(p, code, status, errnoOf(err), Date.now() - started)
       if (this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
     }
@@ -125,6 +132,12 @@ export class HealthChecker {
       sock.setTimeout(p.check.timeoutMs, () => { sock.destroy(); finish(0, 'L4TOUT') })
       sock.once('connect', () => { sock.destroy(); finish(0, 'L4OK') })
       sock.once('error', (err) => finish(0, 'L4CON', err))
+      return
+    }
+    if (p.check.type === 'grpc') {
+      const abort = new AbortController()
+      p.abort = abort
+      void grpcCheck(s, p.check, abort.signal).then((r) => finish(r.code, r.status, r.err))
       return
     }
     const req = http.request({

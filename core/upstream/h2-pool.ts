@@ -3,18 +3,27 @@
 // instead of queueing for connections. node:http2 queues streams past the
 // server's SETTINGS_MAX_CONCURRENT_STREAMS itself. A session that closed or
 // got GOAWAY is replaced by the next request; streams in flight on it finish.
+// Also h2Once: one request on a session of its own, for the control plane's
+// gRPC health checks (core/control/grpc-check.ts), so node:http2 stays here.
 import http2 from 'node:http2'
+import net from 'node:net'
 import type { ServerConf } from '../config/dynamic.js'
 
 export const H2_CANCEL = http2.constants.NGHTTP2_CANCEL
 
+/** A new session to `srv` (a unix socket path as well as host:port). */
+function connect (srv: ServerConf): http2.ClientHttp2Session {
+  if (srv.path !== '') return http2.connect('http://localhost', { createConnection: () => net.connect({ path: srv.path }) })
+  return http2.connect(`http://${srv.address}`)
+}
+
 export class H2Pool {
-  readonly #authority: string
+  readonly #srv: ServerConf
   readonly #connectTimeoutMs: number
   #session: http2.ClientHttp2Session | null = null
 
   constructor (srv: ServerConf, connectTimeoutMs: number) {
-    this.#authority = `http://${srv.address}`
+    this.#srv = srv
     this.#connectTimeoutMs = connectTimeoutMs
   }
 
@@ -22,7 +31,7 @@ export class H2Pool {
   request (headers: http2.OutgoingHttpHeaders, endStream: boolean): http2.ClientHttp2Stream {
     let s = this.#session
     if (s === null || s.closed || s.destroyed) {
-      s = http2.connect(this.#authority)
+      s = connect(this.#srv)
       const session = s
       session.on('error', () => { /* each stream gets its own error */ })
       session.on('goaway', () => { if (this.#session === session) this.#session = null })
@@ -51,4 +60,77 @@ export function h2Pool (key: string, srv: ServerConf, connectTimeoutMs: number):
     pools.set(key, p)
   }
   return p
+}
+
+export interface H2Reply {
+  /** the response's :status */
+  readonly status: number
+  /** response header fields, the first value of each */
+  readonly headers: Readonly<Record<string, string>>
+  readonly trailers: Readonly<Record<string, string>>
+  readonly body: Buffer
+}
+
+/** Why h2Once failed: `connected` tells a failed connect (L4) from a bad answer (L7); `timedOut` a time-out from an error. */
+export class H2OnceError extends Error {
+  readonly connected: boolean
+  readonly timedOut: boolean
+  readonly reason: unknown
+
+  constructor (connected: boolean, timedOut: boolean, reason: unknown) {
+    super(timedOut ? 'timeout' : String((reason as Error | null)?.message ?? reason))
+    this.connected = connected
+    this.timedOut = timedOut
+    this.reason = reason
+  }
+}
+
+const first = (h: http2.IncomingHttpHeaders): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !k.startsWith(':')) out[k] = Array.isArray(v) ? v[0]! : String(v)
+  return out
+}
+
+/**
+ * One request with `body` on a new session to `srv`, closed after the answer:
+ * a health check must see the server as a new client would, and holds nothing
+ * between checks. All of it within `timeoutMs` (ms) or it fails with timedOut.
+ */
+export function h2Once (srv: ServerConf, headers: http2.OutgoingHttpHeaders, body: Buffer, timeoutMs: number,
+  signal: AbortSignal): Promise<H2Reply> {
+  return new Promise((resolve, reject) => {
+    const session = connect(srv)
+    let connected = false
+    let done = false
+    const fail = (timedOut: boolean, err: unknown): void => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      session.destroy()
+      reject(new H2OnceError(connected, timedOut, err))
+    }
+    const timer = setTimeout(() => fail(true, null), timeoutMs)
+    signal.addEventListener('abort', () => fail(false, new Error('aborted')), { once: true })
+    session.on('error', (err) => fail(false, err))
+    session.once('connect', () => { connected = true })
+    session.once('close', () => fail(false, new Error('session closed before the answer')))
+    const stream = session.request(headers)
+    let status = 0
+    let head: Record<string, string> = {}
+    let trailers: Record<string, string> = {}
+    const chunks: Buffer[] = []
+    stream.on('response', (h) => { status = Number(h[':status']); head = first(h) })
+    stream.on('trailers', (h) => { trailers = first(h) })
+    stream.on('data', (d: Buffer) => chunks.push(d))
+    stream.on('error', (err) => fail(false, err))
+    stream.on('close', () => fail(false, new Error('stream reset before the answer ended')))
+    stream.on('end', () => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      session.close()
+      resolve({ status, headers: head, trailers, body: Buffer.concat(chunks) })
+    })
+    stream.end(body)
+  })
 }

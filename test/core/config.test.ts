@@ -67,10 +67,25 @@ address = "localhost"
 weight = 300
 `)
   assert.match(msg, /\/etc\/lb\/test\.toml: timeouts\.connect: expected a duration like "5s" or "250ms" of at least 1ms, found number 5/)
-  assert.match(msg, /\/etc\/lb\/test\.toml: services\.web\.health_check\.intervall: unknown key \(allowed: type, path, interval, timeout, rise, fall, status\)/)
+  assert.match(msg, /\/etc\/lb\/test\.toml: services\.web\.health_check\.intervall: unknown key \(allowed: type, path, grpc_service, interval, timeout, rise, fall, status\)/)
   assert.match(msg, /services\.api\.balance: expected one of "roundrobin", "leastconn", "source", found "random"/)
   assert.match(msg, /services\.api\.servers\[0\]\.address: expected an address like "127\.0\.0\.1:9001" or "unix:\/path", found "localhost"/)
   assert.match(msg, /services\.api\.servers\[0\]\.weight: expected an integer from 0 to 256, found number 300/)
+})
+
+test('health_check type "grpc" takes a grpc_service; grpc_service with another type is a mistake', () => {
+  const c = parseConfig(BASE + `
+[services.web.health_check]
+type = "grpc"
+grpc_service = "pkg.Greeter"
+`)
+  assert.deepEqual([c.services[0]!.healthCheck.type, c.services[0]!.healthCheck.grpcService], ['grpc', 'pkg.Greeter'])
+  assert.equal(parseConfig(BASE).services[0]!.healthCheck.grpcService, '')
+  const msg = problems(BASE + `
+[services.web.health_check]
+grpc_service = "pkg.Greeter"
+`)
+  assert.match(msg, /services\.web\.health_check\.grpc_service: only for type = "grpc"/)
 })
 
 test('references between sections are checked', () => {
