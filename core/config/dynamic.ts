@@ -7,6 +7,7 @@ import { type Rule, parseRule, rulePriority } from './rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
+import { DEFAULT_UPSTREAM_TLS, type UpstreamTlsConf, checkUpstreamTls } from './upstream-tls.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
@@ -48,7 +49,7 @@ export interface HealthCheckConf {
   readonly status: number
 }
 
-export const UPSTREAM_PROTOCOLS = ['http', 'h2c'] as const
+export const UPSTREAM_PROTOCOLS = ['http', 'h2c', 'h2'] as const
 export type UpstreamProtocol = typeof UPSTREAM_PROTOCOLS[number]
 
 export interface ServiceConf {
@@ -56,8 +57,10 @@ export interface ServiceConf {
   readonly kind: ServiceKind
   readonly balance: Balance
   readonly keepalive: number
-  /** how requests go to the servers: HTTP/1.1, or HTTP/2 with prior knowledge (gRPC; core/upstream/h2-pool.ts) */
+  /** how requests go to the servers: HTTP/1.1, or HTTP/2 with prior knowledge (h2c) or over TLS (h2) (gRPC; core/upstream/h2-pool.ts) */
   readonly protocol: UpstreamProtocol
+  /** protocol h2: the TLS to the servers ([services.X.tls], or DEFAULT_UPSTREAM_TLS); null for the other protocols */
+  readonly tls: UpstreamTlsConf | null
   /** tries on other servers after the first fails before any response byte (nginx proxy_next_upstream_tries - 1) */
   readonly retries: number
   /** no new try starts this long (ms) after the first one began; 0 = no limit (nginx proxy_next_upstream_timeout) */
@@ -128,9 +131,9 @@ export function checkServer (c: Checker, t: Table, p: string, index: number): Se
 
 const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', 'check', 'maintenance']
 
-function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
+function checkService (c: Checker, name: string, raw: unknown, baseDir: string): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
   const h = c.table(t.health_check, hp, ['type', 'path', 'grpc_service', 'interval', 'timeout', 'rise', 'fall', 'status'])
@@ -158,12 +161,16 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     names.add(s.name)
   }
   if (kind !== 'proxy' && t.servers !== undefined) c.problems.push(`${join(p, 'servers')}: a ${kind} service has no servers`)
+  const protocol = c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http')
+  const tls = checkUpstreamTls(c, t.tls, join(p, 'tls'), baseDir)
+  if (tls !== null && protocol !== 'h2') c.problems.push(`${join(p, 'tls')}: only for protocol = "h2" (TLS to the servers)`)
   return {
     name,
     kind,
     balance: c.oneOf(t, 'balance', p, BALANCES, DEFAULTS.service.balance),
     keepalive: c.int(t, 'keepalive', p, DEFAULTS.service.keepalive, 0, 65_536),
-    protocol: c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http'),
+    protocol,
+    tls: protocol === 'h2' ? tls ?? DEFAULT_UPSTREAM_TLS : null,
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
     retryTimeoutMs: c.duration(t, 'retry_timeout', p, DEFAULTS.service.retryTimeoutMs),
     healthCheck,
@@ -172,12 +179,12 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   }
 }
 
-export function checkServices (c: Checker, raw: unknown): ServiceConf[] {
+export function checkServices (c: Checker, raw: unknown, baseDir: string): ServiceConf[] {
   const t = c.table(raw, 'services', null)
   const out: ServiceConf[] = []
   for (const [name, v] of Object.entries(t)) {
     if (!NAME.test(name)) c.problem(join('services', name), 'a name of letters, digits, "_", "-", ".", ":"', name)
-    out.push(checkService(c, name, v))
+    out.push(checkService(c, name, v, baseDir))
   }
   return out
 }

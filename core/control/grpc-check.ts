@@ -7,7 +7,7 @@
 // core/upstream/h2-pool.ts (h2Once), a new session per check.
 import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
 import type { CHECK_STATUS } from '../shm/layout.js'
-import { H2OnceError, h2Once } from '../upstream/h2-pool.js'
+import { H2OnceError, type H2Tls, h2Once } from '../upstream/h2-pool.js'
 
 export const HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
 /** HealthCheckResponse.ServingStatus SERVING (UNKNOWN 0, NOT_SERVING 2, SERVICE_UNKNOWN 3 fail the check) */
@@ -70,12 +70,12 @@ export function servingStatus (body: Buffer): number {
   return i === body.length ? status : -1
 }
 
-/** One check of `srv`; resolves (never rejects) with the HAProxy-style outcome. */
-export async function grpcCheck (srv: ServerConf, hc: HealthCheckConf, signal: AbortSignal): Promise<GrpcCheckResult> {
+/** One check of `srv` (over TLS when `tls` is set: protocol = "h2"); resolves (never rejects) with the HAProxy-style outcome. */
+export async function grpcCheck (srv: ServerConf, hc: HealthCheckConf, tls: H2Tls, signal: AbortSignal): Promise<GrpcCheckResult> {
   const headers = {
     ':method': 'POST',
     ':path': HEALTH_CHECK_METHOD,
-    ':scheme': 'http',
+    ':scheme': tls === null ? 'http' : 'https',
     ':authority': srv.path === '' ? srv.address : 'localhost',
     'content-type': 'application/grpc',
     te: 'trailers',
@@ -83,7 +83,7 @@ export async function grpcCheck (srv: ServerConf, hc: HealthCheckConf, signal: A
     'grpc-timeout': `${hc.timeoutMs}m`, // so the server gives up when lb does
   }
   try {
-    const r = await h2Once(srv, headers, checkRequest(hc.grpcService), hc.timeoutMs, signal)
+    const r = await h2Once(srv, tls, headers, checkRequest(hc.grpcService), hc.timeoutMs, signal)
     if (r.status !== 200) return { status: 'L7STS', code: r.status, err: null }
     // a Trailers-Only answer (an error, usually) carries grpc-status in its headers
     const gs = r.trailers['grpc-status'] ?? r.headers['grpc-status']

@@ -12,6 +12,7 @@ import http from 'node:http'
 import net from 'node:net'
 import type { Config } from '../config/load.js'
 import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
+import type { UpstreamTlsConf } from '../config/upstream-tls.js'
 import type { Logger } from '../log.js'
 import {
   type Shm, CHECK_DOWN, CHECK_STATUS, CHECK_UP, S_CHECK, S_CHECK_CODE, S_CHECK_ERRNO, S_CHECK_FAILS, S_CHECK_MS,
@@ -28,6 +29,8 @@ interface Probe {
   readonly service: string
   readonly server: ServerConf
   readonly check: HealthCheckConf
+  /** the service's TLS to its servers (protocol = "h2"), for a grpc check; null = cleartext */
+  readonly tls: UpstreamTlsConf | null
   readonly slot: number
   readonly serviceSlot: number
   timer: NodeJS.Timeout | null
@@ -57,10 +60,10 @@ export class HealthChecker {
       if (svc.kind !== 'proxy') continue
       for (const srv of svc.servers) {
         if (!srv.check) continue
-        const key = JSON.stringify([svc.name, srv, svc.healthCheck])
+        const key = JSON.stringify([svc.name, srv, svc.healthCheck, svc.tls])
         want.add(key)
         if (this.#probes.has(key)) continue
-        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, tls: svc.tls, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
         this.#probes.set(key, probe)
         this.#schedule(probe, 0)
       }
@@ -137,7 +140,7 @@ export class HealthChecker {
     if (p.check.type === 'grpc') {
       const abort = new AbortController()
       p.abort = abort
-      void grpcCheck(s, p.check, abort.signal).then((r) => finish(r.code, r.status, r.err))
+      void grpcCheck(s, p.check, p.tls, abort.signal).then((r) => finish(r.code, r.status, r.err))
       return
     }
     const req = http.request({

@@ -110,7 +110,8 @@ export class DataPlane implements ExchangeHost {
         pools.set(key, pool)
       }
       used.add(key)
-      const h2 = s.protocol === 'h2c' ? h2Pool(`${key}#h2c`, srv, t.connectMs) : null
+      // a changed [services.X.tls] (a renewed CA) gets new sessions
+      const h2 = s.protocol === 'http' ? null : h2Pool(`${key}#${s.protocol}${s.tls === null ? '' : JSON.stringify(s.tls)}`, srv, s.tls, t.connectMs)
       return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool, h2 }
     })
     const slot = slots.services[s.name]!
@@ -263,7 +264,7 @@ export class DataPlane implements ExchangeHost {
       new WsTunnel(this, ctx, client, target).start()
       return
     }
-    if (svc.conf.protocol === 'h2c') new H2Exchange(this, ctx, client, target).start()
+    if (svc.conf.protocol !== 'http') new H2Exchange(this, ctx, client, target).start()
     else new ProxyExchange(this, ctx, client, target).start()
   }
 

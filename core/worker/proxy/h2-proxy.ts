@@ -1,4 +1,4 @@
-// One request to a service with protocol = "h2c" (gRPC): a stream on the
+// One request to a service with protocol = "h2c" or "h2" (gRPC): a stream on the
 // server's HTTP/2 session (core/upstream/h2-pool.ts). Bodies stream both ways
 // with backpressure (a write the peer's window cannot take pauses the other
 // side until 'drain'), trailers (grpc-status, grpc-message) are relayed, a
@@ -58,7 +58,7 @@ export class H2Exchange extends ServerTries {
       return
     }
     ctx.server = server.conf.name
-    const headers: Record<string, string | string[]> = { ':method': ctx.method, ':path': ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query, ':scheme': 'http', ':authority': ctx.header('host') || server.conf.address }
+    const headers: Record<string, string | string[]> = { ':method': ctx.method, ':path': ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query, ':scheme': server.h2!.scheme, ':authority': ctx.header('host') || server.conf.address }
     const h = ctx.headers
     let xff = ''
     for (let i = 0; i < h.length; i += 2) {
