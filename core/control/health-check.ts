@@ -2,7 +2,8 @@
 // whose `check` flag is set, every `interval`, expecting `status` (200) within
 // `timeout` (type = "tcp": a connect within `timeout`, for services behind
 // tcp entry points; type = "grpc": grpc.health.v1.Health/Check answers SERVING,
-// core/control/grpc-check.ts). HAProxy's rise/fall: `fall` consecutive failures take an UP server
+// core/control/grpc-check.ts; the GET goes over HTTP/2 to the servers of an h2c
+// or h2 service, core/control/h2-get-check.ts). HAProxy's rise/fall: `fall` consecutive failures take an UP server
 // down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
 // shared memory, so every worker sees it at its next pick.
 // Logged: every UP/DOWN change, and every change of a check's outcome (a DOWN
@@ -23,13 +24,16 @@ import { bumpServiceState } from '../shm/server-state.js'
 import type { SlotRegistry } from './slots.js'
 import { reportFault } from './faults.js'
 import { grpcCheck } from './grpc-check.js'
+import { h2GetCheck } from './h2-get-check.js'
 
 interface Probe {
   readonly key: string
   readonly service: string
   readonly server: ServerConf
   readonly check: HealthCheckConf
-  /** the service's TLS to its servers (protocol = "h2"), for a grpc check; null = cleartext */
+  /** the service's servers speak HTTP/2 only (protocol "h2c" or "h2"): an http check goes over HTTP/2 */
+  readonly h2: boolean
+  /** the service's TLS to its servers (protocol = "h2"); null = cleartext */
   readonly tls: UpstreamTlsConf | null
   readonly slot: number
   readonly serviceSlot: number
@@ -60,10 +64,10 @@ export class HealthChecker {
       if (svc.kind !== 'proxy') continue
       for (const srv of svc.servers) {
         if (!srv.check) continue
-        const key = JSON.stringify([svc.name, srv, svc.healthCheck, svc.tls])
+        const key = JSON.stringify([svc.name, srv, svc.healthCheck, svc.protocol, svc.tls])
         want.add(key)
         if (this.#probes.has(key)) continue
-        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, tls: svc.tls, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, h2: svc.protocol !== 'http', tls: svc.tls, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
         this.#probes.set(key, probe)
         this.#schedule(probe, 0)
       }
@@ -137,10 +141,10 @@ export class HealthChecker {
       sock.once('error', (err) => finish(0, 'L4CON', err))
       return
     }
-    if (p.check.type === 'grpc') {
+    if (p.check.type === 'grpc' || p.h2) {
       const abort = new AbortController()
       p.abort = abort
-      void grpcCheck(s, p.check, p.tls, abort.signal).then((r) => finish(r.code, r.status, r.err))
+      void (p.check.type === 'grpc' ? grpcCheck : h2GetCheck)(s, p.check, p.tls, abort.signal).then((r) => finish(r.code, r.status, r.err))
       return
     }
     const req = http.request({

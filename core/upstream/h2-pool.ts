@@ -147,7 +147,8 @@ export function h2Once (srv: ServerConf, t: H2Tls, headers: http2.OutgoingHttpHe
     // 'connect' comes once TCP (and TLS) are up: a failure after it is the server's answer, not its reachability
     session.once('connect', () => { connected = true })
     session.once('close', () => fail(false, new Error('session closed before the answer')))
-    const stream = session.request(headers)
+    // no body (a GET): END_STREAM on the HEADERS frame; node:http2 does that itself for GET, and end() after it throws
+    const stream = session.request(headers, { endStream: body.length === 0 })
     let status = 0
     let head: Record<string, string> = {}
     let trailers: Record<string, string> = {}
@@ -164,6 +165,6 @@ export function h2Once (srv: ServerConf, t: H2Tls, headers: http2.OutgoingHttpHe
       session.close()
       resolve({ status, headers: head, trailers, body: Buffer.concat(chunks) })
     })
-    stream.end(body)
+    if (body.length > 0) stream.end(body)
   })
 }

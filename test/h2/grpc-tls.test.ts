@@ -19,6 +19,8 @@ const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
 })
 
 let certs: Certs
+/** what the node:http2 server answers at /health */
+let health = 200
 let h2server: http2.Http2SecureServer
 let grpcServer: grpc.Server
 let lb: Lb
@@ -32,6 +34,7 @@ function call (method: string): Promise<{ code: number, value: string }> {
 before(async () => {
   certs = makeCerts()
   h2server = http2.createSecureServer({ key: readFileSync(certs.server.key), cert: readFileSync(certs.server.cert) }, (req, res) => {
+    if (req.url === '/health') { res.writeHead(health).end(); return }
     const sock = req.socket as unknown as { alpnProtocol: string }
     res.end(JSON.stringify({ alpn: sock.alpnProtocol, scheme: req.scheme, path: req.url, version: req.httpVersion }))
   })
@@ -48,19 +51,19 @@ before(async () => {
   const creds = grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(certs.other.key), cert_chain: readFileSync(certs.other.cert) }], false)
   const gport = await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', creds, (err, p) => err !== null ? reject(err) : resolve(p)))
 
-  const service = (name: string, port: number, tls: string, check = false): string => `
+  const service = (name: string, port: number, tls: string, check: false | 'grpc' | 'http' = false): string => `
 [routers.${name}]
 rule = "PathPrefix(\`/${name}.\`) || PathPrefix(\`/${name}/\`)"
 service = "${name}"
 [services.${name}]
 protocol = "h2"
 retries = 0
-${check ? '[services.' + name + '.health_check]\ntype = "grpc"\ninterval = "100ms"\n' : ''}[services.${name}.tls]
+${check !== false ? `[services.${name}.health_check]\ntype = "${check}"\ninterval = "100ms"\nfall = 2\n` : ''}[services.${name}.tls]
 ${tls}
 [[services.${name}.servers]]
 name = "${name}1"
 address = "127.0.0.1:${port}"
-check = ${check}
+check = ${check !== false}
 `
   lb = await startLb(`
 [entrypoints.web]
@@ -69,7 +72,8 @@ address = "127.0.0.1:{{PORT}}"
 address = "127.0.0.1:0"
 protocol = "h2c"
 ${service('plain', h2port, `ca_file = "${certs.ca}"`)}
-${service('grpcs', gport, `ca_file = "${certs.ca}"\nserver_name = "other.test"`, true)}
+${service('grpcs', gport, `ca_file = "${certs.ca}"\nserver_name = "other.test"`, 'grpc')}
+${service('checked', h2port, `ca_file = "${certs.ca}"`, 'http')}
 ${service('untrusted', gport, 'server_name = "other.test"')}
 ${service('wrongname', gport, `ca_file = "${certs.ca}"`)}
 ${service('insecure', gport, 'insecure_skip_verify = true')}
@@ -102,6 +106,14 @@ describe('protocol = "h2": HTTP/2 over TLS to the servers', () => {
   test('a certificate lb cannot verify (no ca_file, or a name it does not hold) takes no call: 14 UNAVAILABLE', async () => {
     assert.equal((await call('/untrusted.T/Echo')).code, grpc.status.UNAVAILABLE)
     assert.equal((await call('/wrongname.T/Echo')).code, grpc.status.UNAVAILABLE) // 127.0.0.1 is not other.test
+  })
+
+  test('an http health check (the default type) GETs its path over the same HTTP/2 and TLS, not HTTP/1.1', async () => {
+    await firstChecksPassed(lb, ['checked1'])
+    health = 503
+    assert.match(await lb.logMatching(/"msg":"server DOWN"[^\n]*"server":"checked1"[^\n]*/), /GET \/health → 503 \(expected 200\)/)
+    health = 200
+    await lb.logMatching(/"msg":"server UP"[^\n]*"server":"checked1"/)
   })
 
   test('insecure_skip_verify = true accepts it', async () => {
