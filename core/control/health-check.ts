@@ -41,7 +41,7 @@ interface Probe {
   req: http.ClientRequest | null
   /** the connect of a `type = "tcp"` check in progress */
   sock: net.Socket | null
-  /** ends the call of a `type = "grpc"` check in progress */
+  /** ends the HTTP/2 call of a check in progress (type "grpc", or "http" on an h2c or h2 service) */
   abort: AbortController | null
 }
 
