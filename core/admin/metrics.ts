@@ -3,12 +3,14 @@
 // covers all workers) and reads the server words; nothing is counted here.
 // Names follow Traefik's with an `lb_` prefix, plus HAProxy-like server
 // families. Codes not in REQ_CODES appear as their class ("2xx"); methods not
-// in REQ_METHODS as "OTHER".
+// in REQ_METHODS as "OTHER". The request counters' `protocol` label is
+// Traefik's: "websocket" (a 101), "grpc" (code = the grpc-status, method POST),
+// else "http"; the histograms and byte counters say "http" for all.
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import {
   ADMIN_STATES, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_AUTH_REFUSED,
   G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, H_FAULTS, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
-  H_RELOAD_FAILS, REQ_CODES, REQ_METHODS, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
+  H_RELOAD_FAILS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES, REQ_METHODS, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_SUM,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
 import { Revocations, unixNow } from '../shm/revocations.js'
@@ -105,6 +107,10 @@ export function createMetrics (ctx: AdminCore): Metrics {
         // a 101 is a WebSocket handshake (the only upgrade proxied); Traefik labels those "websocket"
         if (v > 0) out.push([{ ...base, method: REQ_METHODS[m]!, code: REQ_CODES[c]!, protocol: REQ_CODES[c] === '101' ? 'websocket' : 'http' }, v])
       }
+    }
+    for (let g = 0; g < REQ_GRPC_CODES; g++) {
+      const v = r[REQ_GRPC_BASE + g]!
+      if (v > 0) out.push([{ ...base, method: 'POST', code: String(g), protocol: 'grpc' }, v])
     }
     return out
   }

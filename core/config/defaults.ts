@@ -50,8 +50,9 @@ export const DEFAULTS = {
     maintenance: false, // true = administratively out of rotation (config API "maintenance": "enabled")
   },
   healthCheck: {
-    type: 'http', // 'http' (GET path, expect status) | 'tcp' (a connect passes: for tcp entry points' services)
+    type: 'http', // 'http' (GET path, expect status) | 'tcp' (a connect passes: for tcp entry points' services) | 'grpc' (Health/Check says SERVING)
     path: '/health',
+    grpcService: '', // type 'grpc': the server as a whole
     intervalMs: 2_000, // HAProxy inter 2s
     timeoutMs: 1_000,
     rise: 2, // consecutive passes to come back (HAProxy)

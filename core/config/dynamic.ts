@@ -8,6 +8,7 @@ import { type Rule, parseRule, rulePriority } from './rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
+import { DEFAULT_UPSTREAM_TLS, type UpstreamTlsConf, checkUpstreamTls } from './upstream-tls.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
@@ -32,11 +33,16 @@ export interface ServerConf {
   readonly maintenance: boolean
 }
 
-/** http: GET `path`, expect `status`; tcp: a connect within `timeout` passes (HAProxy's plain `check`) */
-export const CHECK_TYPES = ['http', 'tcp'] as const
+/**
+ * http: GET `path`, expect `status`; tcp: a connect within `timeout` passes (HAProxy's plain `check`);
+ * grpc: grpc.health.v1.Health/Check over HTTP/2 must answer SERVING (nginx Plus `health_check type=grpc`)
+ */
+export const CHECK_TYPES = ['http', 'tcp', 'grpc'] as const
 export interface HealthCheckConf {
   readonly type: typeof CHECK_TYPES[number]
   readonly path: string
+  /** type grpc: the `service` field of the check request; '' asks about the server as a whole (nginx `grpc_service`) */
+  readonly grpcService: string
   readonly intervalMs: number
   readonly timeoutMs: number
   readonly rise: number
@@ -44,7 +50,7 @@ export interface HealthCheckConf {
   readonly status: number
 }
 
-export const UPSTREAM_PROTOCOLS = ['http', 'h2c'] as const
+export const UPSTREAM_PROTOCOLS = ['http', 'h2c', 'h2'] as const
 export type UpstreamProtocol = typeof UPSTREAM_PROTOCOLS[number]
 
 export interface ServiceConf {
@@ -52,8 +58,10 @@ export interface ServiceConf {
   readonly kind: ServiceKind
   readonly balance: Balance
   readonly keepalive: number
-  /** how requests go to the servers: HTTP/1.1, or HTTP/2 with prior knowledge (gRPC; core/upstream/h2-pool.ts) */
+  /** how requests go to the servers: HTTP/1.1, or HTTP/2 with prior knowledge (h2c) or over TLS (h2) (gRPC; core/upstream/h2-pool.ts) */
   readonly protocol: UpstreamProtocol
+  /** protocol h2: the TLS to the servers ([services.X.tls], or DEFAULT_UPSTREAM_TLS); null for the other protocols */
+  readonly tls: UpstreamTlsConf | null
   /** tries on other servers after the first fails before any response byte (nginx proxy_next_upstream_tries - 1) */
   readonly retries: number
   /** no new try starts this long (ms) after the first one began; 0 = no limit (nginx proxy_next_upstream_timeout) */
@@ -127,16 +135,17 @@ export function checkServer (c: Checker, t: Table, p: string, index: number): Se
 
 const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', 'check', 'maintenance']
 
-function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
+function checkService (c: Checker, name: string, raw: unknown, baseDir: string): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
-  const h = c.table(t.health_check, hp, ['type', 'path', 'interval', 'timeout', 'rise', 'fall', 'status'])
+  const h = c.table(t.health_check, hp, ['type', 'path', 'grpc_service', 'interval', 'timeout', 'rise', 'fall', 'status'])
   const dh = DEFAULTS.healthCheck
   const healthCheck: HealthCheckConf = {
     type: c.oneOf(h, 'type', hp, CHECK_TYPES, dh.type),
     path: c.string(h, 'path', hp, dh.path),
+    grpcService: c.string(h, 'grpc_service', hp, dh.grpcService),
     intervalMs: c.duration(h, 'interval', hp, dh.intervalMs, 10),
     timeoutMs: c.duration(h, 'timeout', hp, dh.timeoutMs, 1),
     rise: c.int(h, 'rise', hp, dh.rise, 1, 100),
@@ -144,6 +153,7 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     status: c.int(h, 'status', hp, dh.status, 100, 599),
   }
   if (!healthCheck.path.startsWith('/')) c.problem(join(hp, 'path'), 'a path starting with "/"', healthCheck.path)
+  if (h.grpc_service !== undefined && healthCheck.type !== 'grpc') c.problems.push(`${join(hp, 'grpc_service')}: only for type = "grpc"`)
   const servers = c.tables(t.servers, join(p, 'servers')).map((s, i) => {
     const sp = join(join(p, 'servers'), i)
     c.table(s, sp, SERVER_KEYS)
@@ -155,12 +165,16 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
     names.add(s.name)
   }
   if (kind !== 'proxy' && t.servers !== undefined) c.problems.push(`${join(p, 'servers')}: a ${kind} service has no servers`)
+  const protocol = c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http')
+  const tls = checkUpstreamTls(c, t.tls, join(p, 'tls'), baseDir)
+  if (tls !== null && protocol !== 'h2') c.problems.push(`${join(p, 'tls')}: only for protocol = "h2" (TLS to the servers)`)
   return {
     name,
     kind,
     balance: c.oneOf(t, 'balance', p, BALANCES, DEFAULTS.service.balance),
     keepalive: c.int(t, 'keepalive', p, DEFAULTS.service.keepalive, 0, 65_536),
-    protocol: c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http'),
+    protocol,
+    tls: protocol === 'h2' ? tls ?? DEFAULT_UPSTREAM_TLS : null,
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
     retryTimeoutMs: c.duration(t, 'retry_timeout', p, DEFAULTS.service.retryTimeoutMs),
     healthCheck,
@@ -169,12 +183,12 @@ function checkService (c: Checker, name: string, raw: unknown): ServiceConf {
   }
 }
 
-export function checkServices (c: Checker, raw: unknown): ServiceConf[] {
+export function checkServices (c: Checker, raw: unknown, baseDir: string): ServiceConf[] {
   const t = c.table(raw, 'services', null)
   const out: ServiceConf[] = []
   for (const [name, v] of Object.entries(t)) {
     if (!NAME.test(name)) c.problem(join('services', name), 'a name of letters, digits, "_", "-", ".", ":"', name)
-    out.push(checkService(c, name, v))
+    out.push(checkService(c, name, v, baseDir))
   }
   return out
 }

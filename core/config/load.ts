@@ -64,7 +64,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const limits = checkLimits(c, top.limits)
   const entrypoints = checkEntryPoints(c, top.entrypoints, baseDir)
   const generation = sections.generation(c, top.generation, 'generation', baseDir)
-  const services = checkServices(c, top.services).map((s) => (s.kind === 'generate' ? generateService(c, s, generation) : s))
+  const services = checkServices(c, top.services, baseDir).map((s) => (s.kind === 'generate' ? generateService(c, s, generation) : s))
   checkEntryPointServices(c, entrypoints, services)
   const middlewares = checkMiddlewares(c, top.middlewares, baseDir, global.pluginsDir, sections.plugin)
   // routers serve the HTTP entry points (http, https); a tcp entry point forwards to its service

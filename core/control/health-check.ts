@@ -1,7 +1,9 @@
 // Active health checks, run by the control plane: GET <path> on every server
 // whose `check` flag is set, every `interval`, expecting `status` (200) within
 // `timeout` (type = "tcp": a connect within `timeout`, for services behind
-// tcp entry points). HAProxy's rise/fall: `fall` consecutive failures take an UP server
+// tcp entry points; type = "grpc": grpc.health.v1.Health/Check answers SERVING,
+// core/control/grpc-check.ts; the GET goes over HTTP/2 to the servers of an h2c
+// or h2 service, core/control/h2-get-check.ts). HAProxy's rise/fall: `fall` consecutive failures take an UP server
 // down, `rise` consecutive passes bring a DOWN one back. The verdict goes to
 // shared memory, so every worker sees it at its next pick.
 // Logged: every UP/DOWN change, and every change of a check's outcome (a DOWN
@@ -11,6 +13,7 @@ import http from 'node:http'
 import net from 'node:net'
 import type { Config } from '../config/load.js'
 import type { HealthCheckConf, ServerConf } from '../config/dynamic.js'
+import type { UpstreamTlsConf } from '../config/upstream-tls.js'
 import type { Logger } from '../log.js'
 import {
   type Shm, CHECK_DOWN, CHECK_STATUS, CHECK_UP, S_CHECK, S_CHECK_CODE, S_CHECK_ERRNO, S_CHECK_FAILS, S_CHECK_MS,
@@ -20,18 +23,26 @@ import { checkVerdict, errnoOf } from '../shm/server-why.js'
 import { bumpServiceState } from '../shm/server-state.js'
 import type { SlotRegistry } from './slots.js'
 import { reportFault } from './faults.js'
+import { grpcCheck } from './grpc-check.js'
+import { h2GetCheck } from './h2-get-check.js'
 
 interface Probe {
   readonly key: string
   readonly service: string
   readonly server: ServerConf
   readonly check: HealthCheckConf
+  /** the service's servers speak HTTP/2 only (protocol "h2c" or "h2"): an http check goes over HTTP/2 */
+  readonly h2: boolean
+  /** the service's TLS to its servers (protocol = "h2"); null = cleartext */
+  readonly tls: UpstreamTlsConf | null
   readonly slot: number
   readonly serviceSlot: number
   timer: NodeJS.Timeout | null
   req: http.ClientRequest | null
   /** the connect of a `type = "tcp"` check in progress */
   sock: net.Socket | null
+  /** ends the HTTP/2 call of a check in progress (type "grpc", or "http" on an h2c or h2 service) */
+  abort: AbortController | null
 }
 
 const statusIndex = (s: typeof CHECK_STATUS[number]): number => CHECK_STATUS.indexOf(s)
@@ -53,10 +64,10 @@ export class HealthChecker {
       if (svc.kind !== 'proxy') continue
       for (const srv of svc.servers) {
         if (!srv.check) continue
-        const key = JSON.stringify([svc.name, srv, svc.healthCheck])
+        const key = JSON.stringify([svc.name, srv, svc.healthCheck, svc.protocol, svc.tls])
         want.add(key)
         if (this.#probes.has(key)) continue
-        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null }
+        const probe: Probe = { key, service: svc.name, server: srv, check: svc.healthCheck, h2: svc.protocol !== 'http', tls: svc.tls, slot: slots.server(svc.name, srv.name)!, serviceSlot: slots.service(svc.name)!, timer: null, req: null, sock: null, abort: null }
         this.#probes.set(key, probe)
         this.#schedule(probe, 0)
       }
@@ -87,9 +98,11 @@ export class HealthChecker {
     if (p.timer !== null) clearTimeout(p.timer)
     p.req?.destroy()
     p.sock?.destroy()
+    p.abort?.abort()
     p.timer = null
     p.req = null
     p.sock = null
+    p.abort = null
   }
 
   #schedule (p: Probe, delayMs: number): void {
@@ -114,6 +127,7 @@ export class HealthChecker {
       done = true
       p.req = null
       p.sock = null
+      p.abort = null
       this.#record(p, code, status, errnoOf(err), Date.now() - started)
       if (this.#probes.get(p.key) === p) this.#schedule(p, p.check.intervalMs)
     }
@@ -125,6 +139,12 @@ export class HealthChecker {
       sock.setTimeout(p.check.timeoutMs, () => { sock.destroy(); finish(0, 'L4TOUT') })
       sock.once('connect', () => { sock.destroy(); finish(0, 'L4OK') })
       sock.once('error', (err) => finish(0, 'L4CON', err))
+      return
+    }
+    if (p.check.type === 'grpc' || p.h2) {
+      const abort = new AbortController()
+      p.abort = abort
+      void (p.check.type === 'grpc' ? grpcCheck : h2GetCheck)(s, p.check, p.tls, abort.signal).then((r) => finish(r.code, r.status, r.err))
       return
     }
     const req = http.request({

@@ -256,7 +256,14 @@ export const REQ_CODES = [
   '500', '502', '503', '504', '5xx',
   'other',
 ] as const
-export const REQ_ROW = REQ_METHODS.length * REQ_CODES.length // index: method * REQ_CODES.length + code
+// gRPC calls (h2 requests with content-type application/grpc) are counted
+// apart, by the grpc-status the client got (0-16; Traefik's protocol="grpc"
+// rows carry that code), at REQ_GRPC_BASE + status: gRPC is POST only, so they
+// need no method dimension, and 17 words per row cost less than a protocol
+// dimension over every (method, code) cell.
+export const REQ_GRPC_BASE = REQ_METHODS.length * REQ_CODES.length
+export const REQ_GRPC_CODES = 17
+export const REQ_ROW = REQ_GRPC_BASE + REQ_GRPC_CODES // index: method * REQ_CODES.length + code, or REQ_GRPC_BASE + grpc-status
 
 // Time blocks: request-duration histogram (non-cumulative bucket counts, the
 // last bucket is +Inf; cumulated at scrape), the sum of durations in seconds,

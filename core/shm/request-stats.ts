@@ -2,7 +2,7 @@
 // core/shm/layout.ts. The hot side (recordRequest) is a handful of adds to the
 // calling worker's own stripe; the read side sums stripes at scrape time.
 import {
-  type Shm, C_CT_SUM, C_RT_SUM, C_TIMED, C_TT_SUM, GLOBAL_COUNTERS, SRV_COUNTERS, TIME_SAMPLES, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_METHODS, REQ_ROW,
+  type Shm, C_CT_SUM, C_RT_SUM, C_TIMED, C_TT_SUM, GLOBAL_COUNTERS, SRV_COUNTERS, TIME_SAMPLES, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES, REQ_METHODS, REQ_ROW,
   REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM, G_BYTES_OUT,
 } from './layout.js'
 
@@ -43,10 +43,12 @@ export const routerRow = (slot: number): number => MAX_ENTRYPOINTS + slot
  * Counts one finished request in `stripe` (the caller's own): entry point row,
  * router row (routerSlot -1 = unrouted), duration bucket and sum, bytes; and
  * middleware refusals (a 429 or 401/403 a middleware answered itself).
+ * `grpcStatus` >= 0: a gRPC call, counted in the row's gRPC cells by that
+ * status (above 16: as 2 UNKNOWN); -1 (every HTTP/1.1 request): by method and code.
  */
 export function recordRequest (f64: Float64Array, stripeBase: number, ep: number, routerSlot: number, method: string,
-  status: number, ms: number, bytesIn: number, bytesOut: number, byMiddleware: boolean): void {
-  const cell = methodIndex(method) * NC + codeIndex(status)
+  status: number, grpcStatus: number, ms: number, bytesIn: number, bytesOut: number, byMiddleware: boolean): void {
+  const cell = grpcStatus < 0 ? methodIndex(method) * NC + codeIndex(status) : REQ_GRPC_BASE + (grpcStatus < REQ_GRPC_CODES ? grpcStatus : 2)
   let bucket = 0
   while (bucket < BUCKETS_MS.length && ms > BUCKETS_MS[bucket]!) bucket++
   const secs = ms / 1000
@@ -103,7 +105,7 @@ export function clearRouterStats (shm: Shm, slot: number): void {
   }
 }
 
-export { REQ_METHODS, REQ_CODES }
+export { REQ_METHODS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES }
 
 /**
  * Adds one answered request's times (ms) to server `slot`'s sliding sums in

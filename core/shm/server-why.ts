@@ -26,6 +26,16 @@ export function errnoOf (err: unknown): number {
   return typeof code === 'string' ? (constants.errno as Record<string, number>)[code] ?? 0 : 0
 }
 
+/** HealthCheckResponse.ServingStatus by number */
+const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN']
+
+/** A gRPC check's S_CHECK_CODE in words: a ServingStatus (0-3), minus a grpc-status, or an HTTP status (core/control/grpc-check.ts). */
+function grpcAnswer (code: number): string {
+  if (code < 0) return `grpc-status ${-code}`
+  if (code >= 100) return `HTTP ${code}`
+  return SERVING_STATUS[code] ?? `status ${code}`
+}
+
 /** What the last check did and saw: "GET /health → 404", "GET /health: connection refused", "connect: no answer within 1000ms". */
 export function lastCheck (i32: Int32Array, slot: number, hc: HealthCheckConf): string {
   const b = serverBase(slot)
@@ -33,9 +43,12 @@ export function lastCheck (i32: Int32Array, slot: number, hc: HealthCheckConf): 
   const errno = Atomics.load(i32, b + S_CHECK_ERRNO)
   const name = ERRNO_NAMES.get(errno) ?? ''
   const err = errno === 0 ? '' : `: ${ERRNO_WORDS[name] ?? name}`
-  const probe = hc.type === 'tcp' ? 'connect' : `GET ${hc.path}`
+  const probe = hc.type === 'tcp' ? 'connect' : hc.type === 'grpc' ? `gRPC Health/Check(${JSON.stringify(hc.grpcService)})` : `GET ${hc.path}`
+  const code = Atomics.load(i32, b + S_CHECK_CODE)
   switch (status) {
-    case 'L7OK': case 'L7STS': return `${probe} → ${Atomics.load(i32, b + S_CHECK_CODE)}${status === 'L7STS' ? ` (expected ${hc.status})` : ''}`
+    case 'L7OK': case 'L7STS':
+      if (hc.type === 'grpc') return `${probe} → ${grpcAnswer(code)}${status === 'L7STS' ? ' (expected SERVING)' : ''}`
+      return `${probe} → ${code}${status === 'L7STS' ? ` (expected ${hc.status})` : ''}`
     case 'L4OK': return 'connect: accepted'
     case 'L4CON': return `${probe}${err === '' ? ': cannot connect' : err}`
     case 'L4TOUT': return `${probe}: no connection within ${hc.timeoutMs}ms`

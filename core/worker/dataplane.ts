@@ -35,7 +35,7 @@ import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
 import { h2Pool } from '../upstream/h2-pool.js'
-import { grpcHeaders, isGrpc } from './proxy/grpc-status.js'
+import { grpcCode, grpcHeaders, isGrpc } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -110,7 +110,8 @@ export class DataPlane implements ExchangeHost {
         pools.set(key, pool)
       }
       used.add(key)
-      const h2 = s.protocol === 'h2c' ? h2Pool(`${key}#h2c`, srv, t.connectMs) : null
+      // a changed [services.X.tls] (a renewed CA) gets new sessions
+      const h2 = s.protocol === 'http' ? null : h2Pool(`${key}#${s.protocol}${s.tls === null ? '' : JSON.stringify(s.tls)}`, srv, s.tls, t.connectMs)
       return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool, h2 }
     })
     const slot = slots.services[s.name]!
@@ -263,7 +264,7 @@ export class DataPlane implements ExchangeHost {
       new WsTunnel(this, ctx, client, target).start()
       return
     }
-    if (svc.conf.protocol === 'h2c') new H2Exchange(this, ctx, client, target).start()
+    if (svc.conf.protocol !== 'http') new H2Exchange(this, ctx, client, target).start()
     else new ProxyExchange(this, ctx, client, target).start()
   }
 
@@ -291,6 +292,7 @@ export class DataPlane implements ExchangeHost {
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
     ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
     if (status >= 400 && isGrpc(ctx)) {
+      ctx.grpcStatus = grpcCode(status) // but the request counters count a gRPC call by the grpc-status it got
       headers = grpcHeaders(status, body, headers)
       status = 200
       body = ''
@@ -328,7 +330,9 @@ export class DataPlane implements ExchangeHost {
     s.add(G_BYTES_OUT, ctx.bytesOut)
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0
-    recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
+    // a gRPC call only comes over HTTP/2: an HTTP/1.1 request pays one field read here
+    const grpc = ctx.h2 && isGrpc(ctx) ? (ctx.grpcStatus >= 0 ? ctx.grpcStatus : ctx.status >= 400 ? grpcCode(ctx.status) : 2) : -1
+    recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, grpc, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
     recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
   }

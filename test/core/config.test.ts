@@ -67,10 +67,38 @@ address = "localhost"
 weight = 300
 `)
   assert.match(msg, /\/etc\/lb\/test\.toml: timeouts\.connect: expected a duration like "5s" or "250ms" of at least 1ms, found number 5/)
-  assert.match(msg, /\/etc\/lb\/test\.toml: services\.web\.health_check\.intervall: unknown key \(allowed: type, path, interval, timeout, rise, fall, status\)/)
+  assert.match(msg, /\/etc\/lb\/test\.toml: services\.web\.health_check\.intervall: unknown key \(allowed: type, path, grpc_service, interval, timeout, rise, fall, status\)/)
   assert.match(msg, /services\.api\.balance: expected one of "roundrobin", "leastconn", "source", found "random"/)
   assert.match(msg, /services\.api\.servers\[0\]\.address: expected an address like "127\.0\.0\.1:9001" or "unix:\/path", found "localhost"/)
   assert.match(msg, /services\.api\.servers\[0\]\.weight: expected an integer from 0 to 256, found number 300/)
+})
+
+test('health_check type "grpc" takes a grpc_service; grpc_service with another type is a mistake', () => {
+  const c = parseConfig(BASE + `
+[services.web.health_check]
+type = "grpc"
+grpc_service = "pkg.Greeter"
+`)
+  assert.deepEqual([c.services[0]!.healthCheck.type, c.services[0]!.healthCheck.grpcService], ['grpc', 'pkg.Greeter'])
+  assert.equal(parseConfig(BASE).services[0]!.healthCheck.grpcService, '')
+  const msg = problems(BASE + `
+[services.web.health_check]
+grpc_service = "pkg.Greeter"
+`)
+  assert.match(msg, /services\.web\.health_check\.grpc_service: only for type = "grpc"/)
+})
+
+test('services protocol "h2" takes a tls table (ca_file read at load, server_name a host name); tls with another protocol is a mistake', () => {
+  const c = parseConfig(BASE.replace('[services.web]\n', '[services.web]\nprotocol = "h2"\n'))
+  assert.deepEqual(c.services[0]!.tls, { caFile: '', ca: '', serverName: '', insecureSkipVerify: false })
+  const msg = problems(BASE.replace('[services.web]\n', '[services.web]\nprotocol = "h2c"\n') + `
+[services.web.tls]
+ca_file = "/nonexistent/ca.pem"
+server_name = "10.0.0.1"
+`)
+  assert.match(msg, /services\.web\.tls: only for protocol = "h2"/)
+  assert.match(msg, /services\.web\.tls\.ca_file: expected a readable PEM file of CA certificates, found "\/nonexistent\/ca\.pem"/)
+  assert.match(msg, /services\.web\.tls\.server_name: expected a host name \(SNI takes no IP address\), found "10\.0\.0\.1"/)
 })
 
 test('references between sections are checked', () => {
@@ -147,8 +175,8 @@ test('[entrypoints.NAME.http2]: https and h2c only, checked sizes, h2c cannot tu
   assert.equal(parseConfig(BASE, '/etc/lb/test.toml').entrypoints[0]!.http2.enabled, false)
 })
 
-test('services.NAME.protocol: "http" (default) or "h2c"', () => {
-  assert.match(problems(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2"')), /services\.web\.protocol: expected one of "http", "h2c", found "h2"/)
+test('services.NAME.protocol: "http" (default), "h2c" or "h2"', () => {
+  assert.match(problems(BASE.replace('[services.web]', '[services.web]\nprotocol = "https"')), /services\.web\.protocol: expected one of "http", "h2c", "h2", found "https"/)
   assert.equal(parseConfig(BASE, '/etc/lb/test.toml').services[0]!.protocol, 'http')
   assert.equal(parseConfig(BASE.replace('[services.web]', '[services.web]\nprotocol = "h2c"'), '/etc/lb/test.toml').services[0]!.protocol, 'h2c')
 })

@@ -50,7 +50,7 @@ function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Ob
       servers,
       strategy: STRATEGY[s.balance],
       passHostHeader: true,
-      ...(anyChecked ? { healthCheck: { path: hc.path, interval: goDuration(hc.intervalMs), timeout: goDuration(hc.timeoutMs), status: hc.status } } : {}),
+      ...(anyChecked ? { healthCheck: { ...(hc.type === 'grpc' ? { mode: 'grpc' } : {}), path: hc.path, interval: goDuration(hc.intervalMs), timeout: goDuration(hc.timeoutMs), status: hc.status } } : {}),
     },
     ...base,
     type: 'loadbalancer',

@@ -1,4 +1,4 @@
-// One request to a service with protocol = "h2c" (gRPC): a stream on the
+// One request to a service with protocol = "h2c" or "h2" (gRPC): a stream on the
 // server's HTTP/2 session (core/upstream/h2-pool.ts). Bodies stream both ways
 // with backpressure (a write the peer's window cannot take pauses the other
 // side until 'drain'), trailers (grpc-status, grpc-message) are relayed, a
@@ -14,6 +14,11 @@ import { H2_CANCEL } from '../../upstream/h2-pool.js'
 
 /** Request fields not forwarded over HTTP/2 (connection-specific, RFC 9113 §8.2.2; `te` is kept: gRPC needs "trailers"). */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'x-real-ip', 'x-forwarded-proto', 'content-length'])
+
+/** A grpc-status field's value as a number; -1 when it is not one. */
+function grpcStatusOf (v: unknown): number {
+  return typeof v === 'string' && /^\d{1,2}$/.test(v) ? Number(v) : -1
+}
 
 /** grpc-timeout ("100m", "5S"...) in ms; -1 when absent or malformed. */
 function grpcTimeoutMs (v: string): number {
@@ -53,7 +58,7 @@ export class H2Exchange extends ServerTries {
       return
     }
     ctx.server = server.conf.name
-    const headers: Record<string, string | string[]> = { ':method': ctx.method, ':path': ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query, ':scheme': 'http', ':authority': ctx.header('host') || server.conf.address }
+    const headers: Record<string, string | string[]> = { ':method': ctx.method, ':path': ctx.query === '' ? ctx.path : ctx.path + '?' + ctx.query, ':scheme': server.h2!.scheme, ':authority': ctx.header('host') || server.conf.address }
     const h = ctx.headers
     let xff = ''
     for (let i = 0; i < h.length; i += 2) {
@@ -88,6 +93,7 @@ export class H2Exchange extends ServerTries {
     }, deadline)
     client.onAbort(() => {
       if (ctx.status === 0) ctx.status = 499
+      ctx.grpcStatus = 1 // CANCELLED: what the client's library reports
       up.close(H2_CANCEL)
       end()
       this.#host.finish(ctx)
@@ -108,6 +114,7 @@ export class H2Exchange extends ServerTries {
       if (this.#done || client.aborted) return
       const status = Number(rh[':status'])
       ctx.status = status
+      ctx.grpcStatus = grpcStatusOf(rh['grpc-status']) // a Trailers-Only answer
       const flat: string[] = []
       for (const [k, v] of Object.entries(rh)) {
         if (k.startsWith(':') || v === undefined) continue
@@ -125,6 +132,7 @@ export class H2Exchange extends ServerTries {
     })
     up.on('trailers', (th) => {
       for (const [k, v] of Object.entries(th)) if (v !== undefined && !k.startsWith(':')) trailers.push(k, String(v))
+      ctx.grpcStatus = grpcStatusOf(th['grpc-status'])
     })
     up.on('end', () => {
       if (this.#done) return
@@ -169,6 +177,7 @@ export class H2Exchange extends ServerTries {
       return
     }
     // the response began: end it with the gRPC status as trailers
+    if (grpcTrailers.length > 0) ctx.grpcStatus = Number(grpcTrailers[1])
     this.#host.finish(ctx)
     if (grpcTrailers.length > 0 && client.sendTrailers !== undefined) {
       client.sendTrailers(grpcTrailers)

@@ -49,6 +49,8 @@ export class Ctx {
   retries = 0
   /** status sent to the client (0 until sent) */
   status = 0
+  /** the grpc-status a gRPC client got (h2-proxy.ts from the server, or lb's own answer); -1 = none seen: the request counters (/metrics) */
+  grpcStatus = -1
   bytesIn = 0
   bytesOut = 0
   // --- slots for middlewares
