@@ -131,6 +131,8 @@ export class RateLease {
     const asks: Ask[] = []
     for (let s = 0; s < CLUSTER_SETS; s++) {
       const set = CLUSTER_TABLE + s * RATE_SET_WORDS
+      // a bell round locks only the sets with a waiting entry: it may run back to back under a flood of new sources
+      if (bell && !this.#wanted(s)) continue
       this.#table.lockSet(set)
       for (let w = 0; w < RATE_WAYS; w++) {
         const ka = i32[set + RS_KEY_A + w]!
@@ -160,6 +162,12 @@ export class RateLease {
       this.#table.unlockSet(set)
     }
     return asks
+  }
+
+  /** Whether set `s` has an entry a worker waits on: read without the lock, as a worker writes CX_WANT before it rings (Atomics.add). */
+  #wanted (s: number): boolean {
+    for (let w = 0; w < RATE_WAYS; w++) if (this.#i32[CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS + CX_WANT] === 1) return true
+    return false
   }
 
   /** Writes a grant into the entry's extras, under the set's lock, unless the way changed hands meanwhile. */
