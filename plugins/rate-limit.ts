@@ -216,8 +216,9 @@ export function limitTable (name: string, conf: RateLimitConf): LimitTable {
 /**
  * Lease rounds a request past this node's lease waits through before it is
  * decided on the lease it has (a refusal), and ms it waits for each: a round
- * takes one Redis round trip, and a Redis that stays silent longer is judged
- * down (the local share applies) long before the last wait ends.
+ * takes one Redis round trip or fails after max_wait, and `fall` failed rounds
+ * in a row (3 × 50 ms by default) make Redis down, when the local share (or
+ * failure_mode = "closed"'s 503) decides instead.
  */
 const LEASE_TRIES = 4
 const LEASE_WAIT_MS = 250
@@ -237,6 +238,12 @@ function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: 
     for (let tries = 1; ; tries++) {
       await nextLeaseRound(i32, seen, LEASE_WAIT_MS)
       seen = leaseRounds(i32)
+      // Redis judged down meanwhile (the rounds this request waited on failed): as for a request that finds it down
+      if (closed !== null && clusterDown(i32)) {
+        countUnavailable(i32)
+        ctx.reply = closed
+        return HANDLED
+      }
       const r = table.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, tries < LEASE_TRIES)
       if (r !== ASK_LEASE) return decided(ctx, r)
     }
