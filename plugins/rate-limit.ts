@@ -28,9 +28,9 @@
 // source's text), so `show table` and the config API can list a limit's
 // sources (limitTable below).
 import {
-  type Checker, type ClusterTable, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, HANDLED, KeyHasher, MILLI, NEXT,
+  type Checker, type ClusterTable, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, ASK_LEASE, HANDLED, KeyHasher, MILLI, NEXT,
   ipv6Prefix, RateTable, SOURCE_KEYS, canonicalIp, checkSource, clusterDown, clusterTable, compileSource, countClusterRefusal, countUnavailable, definePlugin,
-  fmix32, formatError, join, keyA, keyB, now, parseIp,
+  fmix32, formatError, join, keyA, keyB, leaseRounds, nextLeaseRound, now, parseIp,
 } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
@@ -213,23 +213,54 @@ export function limitTable (name: string, conf: RateLimitConf): LimitTable {
   }
 }
 
-/** slidingWindow over the cluster table: the same counting, the limit split with the other nodes (core/shm/cluster-limit.ts). */
+/**
+ * Lease rounds a request past this node's lease waits through before it is
+ * decided on the lease it has (a refusal), and ms it waits for each: a round
+ * takes one Redis round trip or fails after max_wait, and `fall` failed rounds
+ * in a row (3 × 50 ms by default) make Redis down, when the local share (or
+ * failure_mode = "closed"'s 503) decides instead.
+ */
+const LEASE_TRIES = 4
+const LEASE_WAIT_MS = 250
+
+/** slidingWindow over the cluster table: the same counting, held to this node's lease of the cluster's limit (core/cluster/rate-lease.ts). */
 function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, periodMs: number, limit: number, ttl: number, closed: Reply | null) {
   const { table, cx } = cluster
   const owner = ownerOf(seedA)
+  const decided = (ctx: Ctx, r: number): Verdict => {
+    if (r === 0) return NEXT
+    countClusterRefusal(i32)
+    ctx.reply = tooMany(-r)
+    return HANDLED
+  }
+  // off the hot path: the source is past its lease and the control plane asks Redis for more
+  const waitLease = async (ctx: Ctx, ka: number, kb: number, seen: number): Promise<Verdict> => {
+    for (let tries = 1; ; tries++) {
+      await nextLeaseRound(i32, seen, LEASE_WAIT_MS)
+      seen = leaseRounds(i32)
+      // Redis judged down meanwhile (the rounds this request waited on failed): as for a request that finds it down
+      if (closed !== null && clusterDown(i32)) {
+        countUnavailable(i32)
+        ctx.reply = closed
+        return HANDLED
+      }
+      const r = table.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, tries < LEASE_TRIES)
+      if (r !== ASK_LEASE) return decided(ctx, r)
+    }
+  }
   return {
-    onRequest (ctx: Ctx): Verdict {
+    onRequest (ctx: Ctx): Verdict | Promise<Verdict> {
       if (closed !== null && clusterDown(i32)) {
         countUnavailable(i32)
         ctx.reply = closed
         return HANDLED
       }
       hashSource(ctx, sourceOf(ctx))
-      const r = table.window(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), periodMs, limit, ttl, cx, owner, ctx.rateKey)
-      if (r === 0) return NEXT
-      countClusterRefusal(i32)
-      ctx.reply = tooMany(-r)
-      return HANDLED
+      const ka = keyA(ctx.rateHashA, seedA)
+      const kb = keyB(ctx.rateHashB, seedB)
+      const seen = leaseRounds(i32)
+      const r = table.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, true)
+      return r === ASK_LEASE ? waitLease(ctx, ka, kb, seen) : decided(ctx, r)
     },
   }
 }

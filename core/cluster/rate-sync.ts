@@ -1,8 +1,9 @@
 // The exchange of cluster-scope rate-limit counts with Redis, every
 // sync_interval, in one script call per batch (never a command per request).
+// Sliding windows go by leases instead (core/cluster/rate-lease.ts), whose
+// periodic round runs here after the buckets'.
 //
-// Each node publishes, for every live source of its cluster table, its own
-// sliding-window estimate, or its bucket's level in 1/1000 request (not a delta: a restarted Redis is whole again after
+// Each node publishes, for every live bucket of its cluster table, its in 1/1000 request (not a delta: a restarted Redis is whole again after
 // one round), and reads back the sum of the other nodes' estimates, which it
 // writes into the entry's extras (CX_OTHERS; CX_SYNCED = what it sent) for the
 // workers' next decisions (core/shm/cluster-limit.ts). An estimate of a node
@@ -11,12 +12,13 @@ import type { ClusterConf } from '../config/cluster.js'
 import { now } from '../clock.js'
 import {
   CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_DRAIN, CX_KA, CX_OTHERS, CX_PERIOD, CX_SYNCED, CX_WORDS,
-  RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RD_A, RD_B, RD_EXPIRE, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B,
+  RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RD_A, RD_EXPIRE, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B,
 } from '../shm/layout.js'
 import { drainShare } from '../shm/cluster-limit.js'
-import { RateTable, windowEstimate } from '../shm/rate-table.js'
+import { RateTable } from '../shm/rate-table.js'
 import type { RedisHealth } from './health.js'
 import type { Redis } from './redis.js'
+import { RateLease } from './rate-lease.js'
 import { RATE_SYNC, redisRateKey, runScript } from './scripts.js'
 
 /** Sources per script call: bounds one call's time inside Redis (it blocks other clients while it runs). */
@@ -28,6 +30,7 @@ export class RateSync {
   readonly #i32: Int32Array
   readonly #health: RedisHealth
   readonly #table: RateTable
+  readonly #lease: RateLease
   #timer: NodeJS.Timeout | null = null
   #running = false
   /** ms since the epoch of the last successful sync (0 = none) */
@@ -45,14 +48,17 @@ export class RateSync {
     this.#i32 = i32
     this.#health = health
     this.#table = new RateTable(i32, CLUSTER_TABLE, CLUSTER_SETS)
+    this.#lease = new RateLease(redis, conf, i32, health)
   }
 
   start (): void {
+    this.#lease.start()
     this.#timer = setInterval(() => { void this.sync() }, this.#conf.syncIntervalMs)
     this.#timer.unref()
   }
 
   stop (): void {
+    this.#lease.stop()
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
   }
@@ -82,9 +88,10 @@ export class RateSync {
         const others = await this.#health.track(() => runScript(this.#redis, RATE_SYNC, keys, args)) as number[]
         for (let j = 0; j < ways.length; j++) this.#store(ways[j]!, found.kas[i + j]!, found.kbs[i + j]!, ests[j]!, others[j] ?? 0)
       }
+      const windows = await this.#lease.periodic()
       this.lastSync = Date.now()
       this.lastSeconds = (performance.now() - started) / 1000
-      this.lastSources = found.ways.length
+      this.lastSources = found.ways.length + windows
     } catch {
       // reported to the health by track(); a round with nothing to send spoke to no one and said nothing of Redis
     } finally {
@@ -133,10 +140,11 @@ export class RateSync {
         if (ka === 0) continue
         const x = this.#extra(s * RATE_WAYS + w)
         const period = i32[x + CX_PERIOD]!
-        if (period <= 0 || i32[x + CX_KA] !== ka) continue
+        // sliding windows (CX_DRAIN 0) are the leases' (core/cluster/rate-lease.ts)
+        if (period <= 0 || i32[x + CX_KA] !== ka || i32[x + CX_DRAIN] === 0) continue
         const d = set + RS_DATA + w * RATE_DATA_WORDS
         const expired = ((t - i32[d + RD_EXPIRE]!) | 0) >= 0
-        const est = expired ? 0 : this.#estimate(d, x, t, period)
+        const est = expired ? 0 : this.#estimate(d, x, t)
         if (est === 0 && i32[x + CX_SYNCED] === 0 && i32[x + CX_OTHERS] === 0) continue
         const kb = i32[set + RS_KEY_B + w]!
         ways.push(s * RATE_WAYS + w)
@@ -149,11 +157,10 @@ export class RateSync {
     return { ways, kas, kbs, keys, ests }
   }
 
-  /** What this node counts now for the entry at data words `d`, extras `x`: its window estimate, or its bucket's level drained to `t`. */
-  #estimate (d: number, x: number, t: number, period: number): number {
+  /** What this node counts now for the bucket at data words `d`, extras `x`: its level drained to `t`. */
+  #estimate (d: number, x: number, t: number): number {
     const i32 = this.#i32
     const drainUs = i32[x + CX_DRAIN]!
-    if (drainUs === 0) return windowEstimate(i32[d + RD_TICK]!, i32[d + RD_A]!, i32[d + RD_B]!, t, period)
     // units per ms = requests per second = 1e6 / µs per request, times this node's part of the rate
     const elapsed = Math.max(0, (t - i32[d + RD_TICK]!) | 0)
     return Math.max(0, Math.ceil(i32[d + RD_A]! - (elapsed * 1e6 * drainShare(i32, x)) / drainUs))

@@ -3,7 +3,8 @@
 //
 // Keys (all under [cluster] prefix):
 //   <prefix>nodes          sorted set: node name → ms its heartbeat expires
-//   <prefix>rl:<hex key>   hash: node name → "<its window estimate>:<ms it goes stale>"
+//   <prefix>rl:<hex key>   hash: node name → "<its bucket level>:<ms it goes stale>", or for a
+//                          sliding window "<its lease>:<its window estimate>:<ms it goes stale>"
 
 import { createHash } from 'node:crypto'
 import type { Redis } from './redis.js'
@@ -35,13 +36,49 @@ for i, k in ipairs(KEYS) do
   local sum = 0
   for j = 1, #all, 2 do
     if all[j] ~= node then
-      local v = all[j + 1]
-      local c = string.find(v, ':', 1, true)
-      if c ~= nil and tonumber(string.sub(v, c + 1)) > ms then sum = sum + tonumber(string.sub(v, 1, c - 1)) else redis.call('HDEL', k, all[j]) end
+      local v, x = string.match(all[j + 1], '^(%d+):.-(%d+)$')
+      if x ~= nil and tonumber(x) > ms then sum = sum + tonumber(v) else redis.call('HDEL', k, all[j]) end
     end
   end
   if #all > 0 then redis.call('PEXPIRE', k, ARGV[2 + 2 * i]) end
   out[i] = sum
+end
+return out`
+
+/**
+ * Leases of sliding windows (core/cluster/rate-lease.ts). KEYS the rate keys;
+ * ARGV node, stale ms, then for each key: floor (what this node may already
+ * have admitted under: it keeps at least that), want (the lease it asks for),
+ * its window estimate, the limit, the key's ttl ms. Drops other nodes' stale
+ * entries and grants max(floor, min(want, limit - the other nodes' leases)):
+ * beyond what is already held, never more than the others leave, so the leases
+ * never sum past the limit. Returns for each key the grant and the sum of the
+ * other nodes' estimates (what `show table` reports as the cluster's count).
+ */
+export const RATE_LEASE = NOW + `
+local node = ARGV[1]
+local stale = tonumber(ARGV[2])
+local out = {}
+for i, k in ipairs(KEYS) do
+  local b = 2 + 5 * (i - 1)
+  local floor, want, est, limit = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local all = redis.call('HGETALL', k)
+  local leases, ests = 0, 0
+  for j = 1, #all, 2 do
+    if all[j] ~= node then
+      local l, e, x = string.match(all[j + 1], '^(%d+):(%d+):(%d+)$')
+      if x ~= nil and tonumber(x) > ms then leases = leases + tonumber(l) ests = ests + tonumber(e) else redis.call('HDEL', k, all[j]) end
+    end
+  end
+  local grant = math.max(floor, math.min(want, limit - leases))
+  if grant > 0 or est > 0 then
+    redis.call('HSET', k, node, grant .. ':' .. est .. ':' .. (ms + stale))
+    redis.call('PEXPIRE', k, ARGV[b + 5])
+  else
+    redis.call('HDEL', k, node)
+  end
+  out[2 * i - 1] = grant
+  out[2 * i] = ests
 end
 return out`
 

@@ -158,6 +158,8 @@ export const CLH_NODES = 1 // live nodes (this one included) at the last heartbe
 export const CLH_REFUSED_LOCAL = 2 // 429 decided on the local share (Redis down), Atomics.add
 export const CLH_REFUSED_CLUSTER = 3 // 429 decided with the cluster's counts, Atomics.add
 export const CLH_UNAVAILABLE = 4 // 503 of failure_mode = "closed" limits while Redis is down, Atomics.add
+export const CLH_BELL = 5 // a worker wants a lease (CX_WANT set): Atomics.add + notify, the control plane waits on it
+export const CLH_GRANTS = 6 // lease rounds done: Atomics.add + notify by the control plane, workers waiting for a lease wait on it
 export const CLUSTER_HEADER_WORDS = 16
 // extras of way w of cluster set s, at CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
 export const CX_KA = 0 // KEY_A the extras below belong to (a way changing hands invalidates them)
@@ -165,7 +167,12 @@ export const CX_OTHERS = 1 // the other nodes' window estimates (buckets: levels
 export const CX_SYNCED = 2 // this node's own estimate (buckets: level) sent at the last sync
 export const CX_PERIOD = 3 // the entry's window (buckets: ms to drain a full bucket), written by the worker
 export const CX_DRAIN = 4 // 0 = sliding window; buckets: µs to drain one request at the whole rate (>= 1)
-export const CX_WORDS = 5
+// sliding windows only (core/cluster/rate-lease.ts): this node's lease of the cluster's limit
+export const CX_LEASE = 5 // most own estimate this node may reach (Redis holds at least as much for it)
+export const CX_ROOM = 6 // 1 = the last grant was all this node asked: it may ask for more; 0 = the cluster had no more
+export const CX_WANT = 7 // 1 = a worker waits for a bigger lease (it rang CLH_BELL)
+export const CX_LIMIT = 8 // the cluster's limit (requests per window), written by the worker
+export const CX_WORDS = 9
 /** sets of the cluster table when [cluster] is on: 16,384 sources */
 export const CLUSTER_SETS_ON = 2048
 export let CLUSTER_SETS = 0

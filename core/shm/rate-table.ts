@@ -20,7 +20,7 @@
 // Units: ticks are wrapping milliseconds (core/clock.ts now()), compared with
 // ((a - b) | 0). Bucket levels are in 1/1000 of a request (nginx's "excess").
 import { threadId } from 'node:worker_threads'
-import { clusterCapacity, clusterLimit, drainShare } from './cluster-limit.js'
+import { askLease, clusterCapacity, clusterLimit, drainShare, onLease } from './cluster-limit.js'
 import {
   CX_KA, CX_OTHERS, CX_SYNCED, CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_NAMES, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
   RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
@@ -33,6 +33,9 @@ export { KeyHasher, fmix32, keyA, keyB } from './rate-keys.js'
 export const STALE_LOCK_MS = 250
 /** Spins between two looks at the wall clock while waiting for a lock. */
 const SPINS_PER_CHECK = 1024
+
+/** window()'s answer when the request is neither admitted nor counted: wait for a bigger lease (CLH_GRANTS), then call again. */
+export const ASK_LEASE = 1
 
 /** One request = 1000 units of bucket level. */
 export const MILLI = 1000
@@ -67,8 +70,10 @@ export class RateTable {
    * `limit` is the cluster's and this node's part of it comes from clusterLimit.
    * `owner` (the limit's seed, non-zero) and `key` (the source as text) name
    * an entry this call claims, for the management surfaces; 0 leaves it unnamed.
+   * With `ask`, a request past this node's lease that may ask Redis for more
+   * is not counted and the answer is ASK_LEASE.
    */
-  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number, cx = -1, owner = 0, key = ''): number {
+  window (ka: number, kb: number, now: number, periodMs: number, limit: number, ttlMs: number, cx = -1, owner = 0, key = '', ask = false): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
@@ -89,9 +94,20 @@ export class RateTable {
     }
     const prev = i32[d + RD_B]!
     const curr = i32[d + RD_A]! + 1
-    if (curr < 0x7fff_ffff) i32[d + RD_A] = curr
     const est = curr + Math.floor((prev * (periodMs - elapsed)) / periodMs)
-    if (cx >= 0) limit = clusterLimit(i32, this.#extras(cx, set, d), ka, periodMs, limit)
+    const x = cx >= 0 ? this.#extras(cx, set, d) : -1
+    if (x >= 0) limit = clusterLimit(i32, x, ka, periodMs, limit)
+    // past this node's lease (Redis up): ask for more, else refuse without counting, since a counted
+    // refusal would spend lease the cluster granted for admitted requests (core/cluster/rate-lease.ts)
+    const leased = x >= 0 && est > limit && onLease(i32)
+    if (leased && ask && askLease(i32, x)) {
+      // not counted: it is decided again once the control plane has asked Redis
+      i32[d + RD_SEEN] = now
+      i32[d + RD_EXPIRE] = (now + ttlMs) | 0
+      Atomics.store(i32, set + RS_LOCK, 0)
+      return ASK_LEASE
+    }
+    if (!leased && curr < 0x7fff_ffff) i32[d + RD_A] = curr
     let result = 0
     if (est > limit) {
       // earliest time a new request's estimate is back within the limit
