@@ -94,7 +94,7 @@ test('tcp: service required, defined and of kind proxy; routers cannot use a tcp
 
 test('timeouts.tunnel and health_check.type', () => {
   assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\n[timeouts]\ntunnel = "10ms"'), /timeouts\.tunnel: expected a duration like "5s" or "250ms" of at least 100ms, found "10ms"/)
-  assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\n[services.x.health_check]\ntype = "udp"'), /services\.x\.health_check\.type: expected one of "http", "tcp", found "udp"/)
+  assert.match(problems('[entrypoints.p]\naddress = "127.0.0.1:8080"\n[services.x.health_check]\ntype = "udp"'), /services\.x\.health_check\.type: expected one of "http", "tcp", "grpc", found "udp"/)
 })
 
 test('conf/https.toml with certificates from conf/make-cert.sh passes `lb check`', () => {
