@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# A/B of this working tree against another build of lb, in ONE run of the
-# side-by-side harness (bench/e2e/run.sh): `lb` (this tree, built here) and
-# `lb-ref` (REF) alternate in every round with a peer, then every round's
-# ratios are printed with that round's noise, and the medians. The habit
-# before merging a change to the request path; its last lines go in the
-# commit message. How to read the noise: bench/RESULTS.md, "A/B against a commit".
+# A/B of this working tree against another build of lb with the side-by-side
+# harness (bench/e2e/run.sh): `lb` (this tree, built here) and `lb-ref` (REF)
+# alternate in every round with a peer, in RUNS runs of fresh processes (one
+# process can be 15-20% off for its whole life: an A/A run once read 1.20),
+# then every round's ratios are printed with that round's noise, and the
+# medians over all rounds. The habit before merging a change to the request
+# path; its last lines go in the commit message. How to read the noise:
+# bench/RESULTS.md, "A/B against a commit".
 #
 #   bash bench/e2e/ab.sh [options] REF
 #
@@ -14,7 +16,7 @@
 # same (else `npm install --omit=optional` there: the lockfile leaves out other
 # platforms' packages, which `npm ci` refuses), then tsc. Or the directory of a
 # built checkout.
-# Options: -r ROUNDS (5), -d SECS per load (5), -w SECS warm-up (3),
+# Options: -n RUNS (3), -r ROUNDS per run (2), -d SECS per load (5), -w SECS warm-up (3),
 #   -c "CONNS..." (64), -b "BODIES..." (small big), -p PEER (haproxy-1t; "" for
 #   none), WORKERS=N in the environment for both builds (default auto).
 # Needs what bench/e2e/run.sh needs (the harness, nginx, haproxy, wrk). Ports:
@@ -22,15 +24,15 @@
 # harness refuses to start when one is taken (another benchmark running).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-rounds=5 secs=5 warm=3 conns=64 bodies='small big' peer=haproxy-1t
-while getopts 'r:d:w:c:b:p:' o; do
+runs=3 rounds=2 secs=5 warm=3 conns=64 bodies='small big' peer=haproxy-1t
+while getopts 'n:r:d:w:c:b:p:' o; do
   case $o in
-    r) rounds=$OPTARG ;; d) secs=$OPTARG ;; w) warm=$OPTARG ;; c) conns=$OPTARG ;; b) bodies=$OPTARG ;; p) peer=$OPTARG ;;
-    *) sed -n 2,22p "$0"; exit 2 ;;
+    n) runs=$OPTARG ;; r) rounds=$OPTARG ;; d) secs=$OPTARG ;; w) warm=$OPTARG ;; c) conns=$OPTARG ;; b) bodies=$OPTARG ;; p) peer=$OPTARG ;;
+    *) sed -n 2,24p "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 1 ] || { sed -n 2,22p "$0"; exit 2; }
+[ $# -eq 1 ] || { sed -n 2,24p "$0"; exit 2; }
 ref=$1
 
 # the reference build
@@ -58,18 +60,30 @@ fi
 [ "${AB_BUILD:-1}" = 0 ] || (cd "$root" && npm run build > /dev/null) || { echo "ab: npm run build failed in $root" >&2; exit 1; }
 
 out="${OUT:-$root/bench/out/ab-$(date +%Y%m%d-%H%M%S)}"
-mkdir -p "$(dirname "$out")"
+mkdir -p "$out"
 # the reference's own target script when it has one: it writes the config that build reads
 target="bash $refdir/bench/e2e/lb-target.sh"
 [ -f "$refdir/bench/e2e/lb-target.sh" ] || target="LB_ROOT=$refdir bash $root/bench/e2e/lb-target.sh"
 dirty=$(git -C "$root" status --porcelain --untracked-files=no | wc -l)
 echo "ab: lb = $root at $(git -C "$root" rev-parse --short HEAD)$([ "$dirty" = 0 ] || echo " + $dirty changed files"); lb-ref = $ref${sha:+ (${sha:0:12})} in $refdir"
-OUT="$out" TARGETS="$peer lb" LB_TARGETS="lb-ref=9302=$target" \
-  bash "$root/bench/e2e/run.sh" -d "$secs" -r "$rounds" -w "$warm" -c "$conns" -b "$bodies" > "$out.log" 2>&1 ||
-  { tail -20 "$out.log" >&2; echo "ab: the harness failed (log: $out.log)" >&2; exit 1; }
-node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb lb-ref --rounds
+files=()
+mine="lb=9300=bash $root/bench/e2e/lb-target.sh" theirs="lb-ref=9302=$target"
+for i in $(seq "$runs"); do
+  # started in turn first: the harness starts and warms its targets in order
+  if [ $((i % 2)) = 1 ]; then pair="$mine"$'\n'"$theirs"; else pair="$theirs"$'\n'"$mine"; fi
+  OUT="$out/run$i" TARGETS="$peer" LB_TARGETS="$pair" \
+    bash "$root/bench/e2e/run.sh" -d "$secs" -r "$rounds" -w "$warm" -c "$conns" -b "$bodies" > "$out/run$i.log" 2>&1 ||
+    { tail -20 "$out/run$i.log" >&2; echo "ab: the harness failed (log: $out/run$i.log)" >&2; exit 1; }
+  files+=("$out/run$i/results.jsonl")
+done
+node "$root/bench/e2e/pair-ratio.js" "${files[@]}" lb lb-ref --rounds
 echo
-awk '/^### Noise/ {on = 1} on && /^### / && !/Noise/ {exit} on && NF' "$out/summary.md"
-[ -z "$peer" ] || node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb "$peer"
-[ -z "$peer" ] || node "$root/bench/e2e/pair-ratio.js" "$out/results.jsonl" lb-ref "$peer"
+for i in $(seq "$runs"); do
+  echo "Noise, run $i (rounds $i.*):"
+  awk '/^### Noise/ {on = 1; next} on && /^### / {exit} on && NF' "$out/run$i/summary.md"
+done
+if [ -n "$peer" ]; then
+  node "$root/bench/e2e/pair-ratio.js" "${files[@]}" lb "$peer"
+  node "$root/bench/e2e/pair-ratio.js" "${files[@]}" lb-ref "$peer"
+fi
 echo "results: $out"

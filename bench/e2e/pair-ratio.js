@@ -1,26 +1,29 @@
 // Per-round ratios of two targets measured in the same run: requests per
 // CPU-second of A against B, median and range over rounds, per cell (body and
 // connection count of the harness's results.jsonl, ../shared/bench/run.sh; or
-// load of bench/e2e/tls-ws.ts's results.jsonl). With --rounds, every round's
-// ratios too, beside that round's noise: the CPU that neither wrk, the
-// proxies nor the backend used while A and while B ran (bench/e2e/ab.sh;
-// bench/RESULTS.md, "A/B against a commit", says how to read it).
+// load of bench/e2e/tls-ws.ts's results.jsonl). Several results files (runs
+// with fresh processes, bench/e2e/ab.sh) pool their rounds, named RUN.ROUND.
+// With --rounds, every round's ratios too, beside that round's noise: the CPU
+// that neither wrk, the proxies nor the backend used while A and while B ran
+// (bench/RESULTS.md, "A/B against a commit", says how to read it).
 //
-//   node bench/e2e/pair-ratio.js OUT/results.jsonl [A=lb] [B=lb-old] [--rounds]
+//   node bench/e2e/pair-ratio.js OUT/results.jsonl... [A=lb] [B=lb-old] [--rounds]
 import { readFileSync } from 'node:fs'
 
 const args = process.argv.slice(2)
 const perRound = args.includes('--rounds')
-const [file, a = 'lb', b = 'lb-old'] = args.filter((x) => x !== '--rounds')
-if (file === undefined) {
-  process.stderr.write('usage: node bench/e2e/pair-ratio.js results.jsonl [A] [B] [--rounds]\n')
+const files = args.filter((x) => x.endsWith('.jsonl'))
+const [a = 'lb', b = 'lb-old'] = args.filter((x) => x !== '--rounds' && !x.endsWith('.jsonl'))
+if (files.length === 0) {
+  process.stderr.write('usage: node bench/e2e/pair-ratio.js results.jsonl... [A] [B] [--rounds]\n')
   process.exit(2)
 }
 // the harness's records, or tls-ws.ts's ({round, scenario, peer, rate, cpuS}) brought to the same shape
-const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+const rows = files.flatMap((file, i) => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
   .map((r) => r.scenario === undefined ? r : { kind: 'measure', ok: true, round: r.round, proxy: r.peer, body: r.scenario, conns: '', rps: r.rate, req_per_cpu_s: r.rate / r.cpuS, lat_ms: { p99: NaN } })
   .filter((r) => r.kind === 'measure' && r.ok)
-const median = (xs) => [...xs].sort((p, q) => p - q)[(xs.length - 1) >> 1]
+  .map((r) => files.length === 1 ? r : { ...r, round: `${i + 1}.${r.round}` }))
+const median = (xs) => { const v = [...xs].sort((p, q) => p - q); const m = v.length >> 1; return v.length % 2 === 1 ? v[m] : (v[m - 1] + v[m]) / 2 }
 const fmt = (v) => v.toFixed(2)
 /** % of the machine used by others during a run (the harness's "other CPU"), or NaN when not recorded */
 const other = (r) => r.other_cpu_s === undefined ? NaN : 100 * r.other_cpu_s / (r.wall_s * (r.machine_cores || 2))

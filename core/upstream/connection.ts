@@ -5,6 +5,7 @@
 import net from 'node:net'
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
+import type { Indexed } from '../indexed-set.js'
 import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { ResponseParser, type ResponseSink } from './response-parser.js'
 
@@ -34,15 +35,15 @@ export interface ConnectionOwner {
   release (conn: UpstreamConnection): void
 }
 
-export class UpstreamConnection implements ResponseSink, AtTurnEnd {
+export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
   readonly socket: net.Socket
   readonly pool: ConnectionOwner
   readonly parser = new ResponseParser()
   exchange: Exchange | null = null
   connected = false
   closed = false
-  /** index in the pool's busy list, -1 when not busy (owned by ServerPool) */
-  busyIndex = -1
+  /** position in the pool's busy set, -1 when not busy (IndexedSet, owned by ServerPool) */
+  setIndex = -1
   /** requests started on this connection, the current one included */
   uses = 0
   /** tick after which the current phase times out (or the idle connection is closed) */

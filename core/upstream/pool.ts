@@ -11,6 +11,7 @@
 // progressively in the same spirit, pool-purge-delay).
 import type { ServerConf } from '../config/dynamic.js'
 import { now } from '../clock.js'
+import { IndexedSet } from '../indexed-set.js'
 import { type ConnectionOwner, type Exchange, UpstreamConnection } from './connection.js'
 
 export interface PoolOptions {
@@ -32,8 +33,8 @@ export class ServerPool implements ConnectionOwner {
   readonly serverTimeoutMs: number
   readonly keepAliveMs: number
   readonly #idle: UpstreamConnection[] = []
-  /** connections bound to an exchange, unordered; each knows its index (busyIndex): O(1) add and remove, no hashing */
-  readonly #busy: UpstreamConnection[] = []
+  /** connections bound to an exchange */
+  readonly #busy = new IndexedSet<UpstreamConnection>()
   #closing = false
 
   constructor (server: ServerConf, opts: PoolOptions) {
@@ -59,19 +60,19 @@ export class ServerPool implements ConnectionOwner {
     let conn = this.#idle.pop()
     while (conn !== undefined && conn.closed) conn = this.#idle.pop()
     if (conn !== undefined) {
-      this.#addBusy(conn)
+      this.#busy.add(conn)
       conn.assign(ex, isHead, t + this.serverTimeoutMs)
       ex.onConnected(conn)
       return conn
     }
     conn = new UpstreamConnection(this)
-    this.#addBusy(conn)
+    this.#busy.add(conn)
     conn.assign(ex, isHead, t + this.connectTimeoutMs)
     return conn
   }
 
   release (conn: UpstreamConnection): void {
-    this.#removeBusy(conn)
+    this.#busy.delete(conn)
     if (this.#closing || this.maxIdle === 0) {
       conn.destroy()
       return
@@ -82,7 +83,7 @@ export class ServerPool implements ConnectionOwner {
 
   /** The connection closed or was destroyed: drop every reference to it. */
   forget (conn: UpstreamConnection): void {
-    if (this.#removeBusy(conn)) return
+    if (this.#busy.delete(conn)) return
     const i = this.#idle.indexOf(conn)
     if (i >= 0) this.#idle.splice(i, 1)
   }
@@ -92,11 +93,11 @@ export class ServerPool implements ConnectionOwner {
     this.#closing = true
     for (const c of this.#idle.splice(0)) c.destroy()
     pools.delete(this)
-    if (this.#busy.length > 0) pools.add(this) // keep sweeping time-outs until the last exchange ends
+    if (this.#busy.size > 0) pools.add(this) // keep sweeping time-outs until the last exchange ends
   }
 
   sweep (t: number): void {
-    const busy = this.#busy
+    const busy = this.#busy.items
     for (let i = busy.length - 1; i >= 0; i--) {
       const c = busy[i]! // expire() removes c: walking down keeps the unvisited part in place
       if (((t - c.deadline) | 0) > 0) c.expire('LB_ERR_UPSTREAM_TIMEOUT')
@@ -106,25 +107,7 @@ export class ServerPool implements ConnectionOwner {
     // surplus over `keepalive` that has been idle a while: close, oldest first
     const surplusBefore = t - SURPLUS_IDLE_MS + this.keepAliveMs
     while (idle.length > this.maxIdle && ((surplusBefore - idle[0]!.deadline) | 0) > 0) idle[0]!.destroy()
-    if (this.#closing && this.#busy.length === 0) pools.delete(this)
-  }
-
-  #addBusy (conn: UpstreamConnection): void {
-    conn.busyIndex = this.#busy.length
-    this.#busy.push(conn)
-  }
-
-  /** Removes conn from the busy list (swapping the last one into its place); false if it was not busy. */
-  #removeBusy (conn: UpstreamConnection): boolean {
-    const i = conn.busyIndex
-    if (i < 0) return false
-    const last = this.#busy.pop()!
-    if (last !== conn) {
-      this.#busy[i] = last
-      last.busyIndex = i
-    }
-    conn.busyIndex = -1
-    return true
+    if (this.#closing && this.#busy.size === 0) pools.delete(this)
   }
 }
 

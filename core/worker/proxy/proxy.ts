@@ -18,14 +18,18 @@ import type { Ctx } from '../request/context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from './server-tries.js'
 import { logBadResponse } from './bad-response-log.js'
+import { type Indexed, IndexedSet } from '../../indexed-set.js'
 
-/** Exchanges in progress in this thread: what the drain deadline has to cut (cutExchanges). */
-const live = new Set<ProxyExchange>()
+/**
+ * Exchanges in progress in this thread: what the drain deadline has to cut
+ * (cutExchanges). Not a Set: one joins and leaves per request (indexed-set.ts says why).
+ */
+const live = new IndexedSet<ProxyExchange>()
 
 /** Cuts every exchange in progress (the drain deadline passed); returns how many. */
 export function cutExchanges (): number {
   const n = live.size
-  for (const ex of [...live]) ex.cut()
+  for (const ex of [...live.items]) ex.cut()
   return n
 }
 
@@ -33,7 +37,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 const CRLF = Buffer.from('\r\n')
 const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
-export class ProxyExchange extends ServerTries implements Exchange {
+export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   readonly #dp: ExchangeHost
   readonly #ctx: Ctx
   readonly #client: ClientResponse
@@ -62,6 +66,8 @@ export class ProxyExchange extends ServerTries implements Exchange {
   #connectedAt = 0
   #headAt = 0
   requestComplete = false
+  /** position in `live` (IndexedSet) */
+  setIndex = -1
 
   constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     super(dp, target.service)
