@@ -6,17 +6,11 @@ import { strict as assert } from 'node:assert'
 import { after, before, describe, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { type Lb, freePort, request, startLb } from '../helpers.js'
+import { unary } from './grpc-service.js'
 
-const raw = (b: Buffer): Buffer => b
-
-function call (client: grpc.Client, method: string): Promise<grpc.ServiceError> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(method, raw, raw, Buffer.from('hi'), (err, value) => {
-      if (err !== null) resolve(err)
-      else reject(new Error(`expected an error, got ${String(value)}`))
-    })
-  })
-}
+/** The error of a call expected to fail. */
+const call = (client: grpc.Client, method: string): Promise<grpc.ServiceError> =>
+  unary(client, method, 'hi').then((v) => { throw new Error(`expected an error, got ${v.toString()}`) }, (err: grpc.ServiceError) => err)
 
 let lb: Lb
 let client: grpc.Client

@@ -7,12 +7,9 @@ import { strict as assert } from 'node:assert'
 import { after, before, describe, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { type Lb, count, firstChecksPassed, startLb, waitFor } from '../helpers.js'
+import { HEALTH_CHECK, NOT_SERVING, SERVING, def, serveGrpc, unary } from './grpc-service.js'
 
-const raw = (b: Buffer): Buffer => b
-const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw,
-})
-const SERVICE = { Check: def('/grpc.health.v1.Health/Check'), Who: def('/t.T/Who') }
+const SERVICE = { Check: HEALTH_CHECK, Who: def('/t.T/Who') }
 
 /** HealthCheckRequest.service (field 1, length-delimited; these names are short: a one-byte length) */
 function serviceOf (msg: Buffer): string {
@@ -21,23 +18,23 @@ function serviceOf (msg: Buffer): string {
   return msg.subarray(2, 2 + msg[1]!).toString()
 }
 
-interface Backend { server: grpc.Server, port: number, mode: 'serving' | 'not-serving' | 'error' | 'silent', asked: string[] }
+type Mode = 'serving' | 'not-serving' | 'error' | 'silent'
+interface Backend { server: grpc.Server, port: number, mode: Mode, asked: string[] }
 
 async function backend (name: string): Promise<Backend> {
-  const b: Backend = { server: new grpc.Server(), port: 0, mode: 'serving', asked: [] }
-  b.server.addService(SERVICE as unknown as grpc.ServiceDefinition, {
+  const b = { mode: 'serving' as Mode, asked: [] as string[] }
+  const { server, port } = await serveGrpc(SERVICE, {
     Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       b.asked.push(serviceOf(call.request))
       // HealthCheckResponse.status is field 1, a varint: SERVING 1, NOT_SERVING 2
-      if (b.mode === 'serving') cb(null, Buffer.from([0x08, 1]))
-      else if (b.mode === 'not-serving') cb(null, Buffer.from([0x08, 2]))
+      if (b.mode === 'serving') cb(null, SERVING)
+      else if (b.mode === 'not-serving') cb(null, NOT_SERVING)
       else if (b.mode === 'error') cb({ code: grpc.status.UNAVAILABLE, details: 'warming up' })
       // silent: no answer; lb's check times out
     },
     Who: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from(name)),
   })
-  b.port = await new Promise((resolve, reject) => b.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => err !== null ? reject(err) : resolve(port)))
-  return b
+  return Object.assign(b, { server, port })
 }
 
 let a: Backend
@@ -45,10 +42,8 @@ let b: Backend
 let lb: Lb
 let client: grpc.Client
 
-function who (): Promise<string> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest('/t.T/Who', raw, raw, Buffer.alloc(0), (err, v) => err !== null ? reject(err) : resolve(v!.toString()))
-  })
+async function who (): Promise<string> {
+  return (await unary(client, '/t.T/Who', '')).toString()
 }
 
 async function whoMany (n: number): Promise<Record<string, number>> {

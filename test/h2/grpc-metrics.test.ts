@@ -7,19 +7,14 @@ import { after, before, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { request } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-
-const raw = (b: Buffer): Buffer => b
-const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw,
-})
+import { def, serveGrpc, unary } from './grpc-service.js'
 
 let server: grpc.Server
 let a: AdminLb
 let client: grpc.Client
 
-function call (method: string): Promise<number> {
-  return new Promise((resolve) => client.makeUnaryRequest(method, raw, raw, Buffer.from('x'), (err) => resolve(err === null ? 0 : err.code)))
-}
+/** The grpc-status the client got: 0 for a reply. */
+const call = (method: string): Promise<number> => unary(client, method, 'x').then(() => 0, (err: grpc.ServiceError) => err.code)
 
 /** The value of the sample of `name` with every one of `labels` (in any order), or 0 when there is none. */
 function sample (text: string, name: string, labels: Record<string, string>): number {
@@ -31,12 +26,11 @@ function sample (text: string, name: string, labels: Record<string, string>): nu
 }
 
 before(async () => {
-  server = new grpc.Server()
-  server.addService({ Ok: def('/t.T/Ok'), NotFound: def('/t.T/NotFound') } as unknown as grpc.ServiceDefinition, {
+  let port: number
+  ;({ server, port } = await serveGrpc({ Ok: def('/t.T/Ok'), NotFound: def('/t.T/NotFound') }, {
     Ok: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from('ok')),
     NotFound: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: 'no such thing' }),
-  })
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => err !== null ? reject(err) : resolve(p)))
+  }))
   a = await startAdminLb(`
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"

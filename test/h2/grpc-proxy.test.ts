@@ -7,11 +7,8 @@ import { strict as assert } from 'node:assert'
 import { after, before, describe, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { type Lb, startLb, waitFor } from '../helpers.js'
+import { def, raw, serveGrpc, unary as unaryCall } from './grpc-service.js'
 
-const raw = (b: Buffer): Buffer => b
-const def = (path: string, req: boolean, res: boolean): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path, requestStream: req, responseStream: res, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw,
-})
 const SERVICE = {
   Echo: def('/t.T/Echo', false, false),
   Count: def('/t.T/Count', false, true),
@@ -26,8 +23,7 @@ let client: grpc.Client
 let cancelled = 0
 
 async function startServer (): Promise<number> {
-  server = new grpc.Server()
-  server.addService(SERVICE as unknown as grpc.ServiceDefinition, {
+  const s = await serveGrpc(SERVICE, {
     Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.concat([Buffer.from('echo:'), call.request])),
     Count: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
       const n = Number(call.request.toString())
@@ -47,14 +43,11 @@ async function startServer (): Promise<number> {
     },
     Slow: (call: grpc.ServerUnaryCall<Buffer, Buffer>) => { call.on('cancelled', () => { cancelled++ }) },
   })
-  return new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => err !== null ? reject(err) : resolve(port)))
+  server = s.server
+  return s.port
 }
 
-function unary (method: string, body: string, opts: grpc.CallOptions = {}): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(method, raw, raw, Buffer.from(body), new grpc.Metadata(), opts, (err, v) => err !== null ? reject(err) : resolve(v!))
-  })
-}
+const unary = (method: string, body: string, opts: grpc.CallOptions = {}): Promise<Buffer> => unaryCall(client, method, body, opts)
 
 before(async () => {
   const port = await startServer()

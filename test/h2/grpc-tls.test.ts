@@ -12,11 +12,7 @@ import { after, before, describe, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { type Lb, firstChecksPassed, request, startLb } from '../helpers.js'
 import { type Certs, makeCerts } from '../tls/certs.js'
-
-const raw = (b: Buffer): Buffer => b
-const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw,
-})
+import { HEALTH_CHECK, SERVING, def, serveGrpc, unary } from './grpc-service.js'
 
 let certs: Certs
 /** what the node:http2 server answers at /health */
@@ -26,10 +22,8 @@ let grpcServer: grpc.Server
 let lb: Lb
 let client: grpc.Client
 
-function call (method: string): Promise<{ code: number, value: string }> {
-  return new Promise((resolve) => client.makeUnaryRequest(method, raw, raw, Buffer.from('hi'), (err, v) =>
-    resolve(err === null ? { code: 0, value: v!.toString() } : { code: err.code, value: err.details })))
-}
+const call = (method: string): Promise<{ code: number, value: string }> => unary(client, method, 'hi')
+  .then((v) => ({ code: 0, value: v.toString() }), (err: grpc.ServiceError) => ({ code: err.code, value: err.details }))
 
 before(async () => {
   certs = makeCerts()
@@ -41,15 +35,15 @@ before(async () => {
   await new Promise<void>((resolve) => h2server.listen(0, '127.0.0.1', resolve))
   const h2port = (h2server.address() as AddressInfo).port
 
-  grpcServer = new grpc.Server()
   // one Echo per lb service (its router matches the gRPC service name)
   const names = ['grpcs', 'untrusted', 'wrongname', 'insecure']
   const echo = (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>): void => cb(null, Buffer.concat([Buffer.from('tls:'), c.request]))
-  grpcServer.addService(Object.fromEntries([...names.map((n) => [n, def(`/${n}.T/Echo`)]), ['Check', def('/grpc.health.v1.Health/Check')]]) as unknown as grpc.ServiceDefinition,
-    Object.fromEntries([...names.map((n) => [n, echo]), ['Check', (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from([0x08, 1]))]])) // Check: SERVING
   // its certificate names other.test only: lb reaches it at 127.0.0.1 and must ask for other.test
   const creds = grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(certs.other.key), cert_chain: readFileSync(certs.other.cert) }], false)
-  const gport = await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', creds, (err, p) => err !== null ? reject(err) : resolve(p)))
+  const g = await serveGrpc(Object.fromEntries([...names.map((n) => [n, def(`/${n}.T/Echo`)]), ['Check', HEALTH_CHECK]]),
+    Object.fromEntries([...names.map((n) => [n, echo]), ['Check', (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, SERVING)]]), '127.0.0.1:0', creds)
+  grpcServer = g.server
+  const gport = g.port
 
   const service = (name: string, port: number, tls: string, check: false | 'grpc' | 'http' = false): string => `
 [routers.${name}]

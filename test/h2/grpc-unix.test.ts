@@ -6,11 +6,7 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
 import { type Lb, firstChecksPassed, startLb, tempDir } from '../helpers.js'
-
-const raw = (b: Buffer): Buffer => b
-const def = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
-  path, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw,
-})
+import { HEALTH_CHECK, SERVING, def, serveGrpc, unary } from './grpc-service.js'
 
 let server: grpc.Server
 let lb: Lb
@@ -18,12 +14,10 @@ let client: grpc.Client
 
 before(async () => {
   const sock = join(tempDir('lb-grpc-unix-'), 'grpc.sock')
-  server = new grpc.Server()
-  server.addService({ Echo: def('/t.T/Echo'), Check: def('/grpc.health.v1.Health/Check') } as unknown as grpc.ServiceDefinition, {
+  ;({ server } = await serveGrpc({ Echo: def('/t.T/Echo'), Check: HEALTH_CHECK }, {
     Echo: (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.concat([Buffer.from('unix:'), c.request])),
-    Check: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from([0x08, 1])), // SERVING
-  })
-  await new Promise<number>((resolve, reject) => server.bindAsync(`unix:${sock}`, grpc.ServerCredentials.createInsecure(), (err, p) => err !== null ? reject(err) : resolve(p)))
+    Check: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, SERVING),
+  }, `unix:${sock}`))
   lb = await startLb(`
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
@@ -53,6 +47,5 @@ after(async () => {
 
 test('an h2c server on a unix socket: its gRPC health check passes and calls reach it', async () => {
   await firstChecksPassed(lb, ['u1'])
-  const v = await new Promise<string>((resolve, reject) => client.makeUnaryRequest('/t.T/Echo', raw, raw, Buffer.from('hi'), (err, r) => err !== null ? reject(err) : resolve(r!.toString())))
-  assert.equal(v, 'unix:hi')
+  assert.equal((await unary(client, '/t.T/Echo', 'hi')).toString(), 'unix:hi')
 })
