@@ -64,6 +64,8 @@ export const ERRORS = {
   // oidc (plugins/oidc.ts)
   LB_ERR_OIDC_UNAVAILABLE: { status: 503, message: 'identity provider {issuer} is unavailable ({reason}); try again later' },
   LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
+  // forwardAuth (plugins/forward-auth.ts): 500 as Traefik's when the authentication server cannot answer
+  LB_ERR_FORWARD_AUTH: { status: 500, message: 'the authentication server did not answer: {reason}' },
   LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },
   LB_ERR_OIDC_FORBIDDEN: { status: 403, message: 'user {user} is not allowed here: {reason}' },
   // session revocations (core/control/revocations.ts), logged
