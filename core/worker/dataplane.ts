@@ -12,11 +12,12 @@ import { now } from '../clock.js'
 import {
   type Shm, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_INFLIGHT, C_RESP_ERR, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass,
 } from '../shm/layout.js'
-import { recordFailure } from '../shm/server-state.js'
+import { isUsable, recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
 import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
+import { StickyCookies } from '../upstream/sticky.js'
 import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
 import { type PluginHost, createMiddleware } from './request/middleware.js'
@@ -122,6 +123,7 @@ export class DataPlane implements ExchangeHost {
       balancer: createBalancer(s.balance, this.shm, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
       allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
       hostFallback: s.servers[0]?.address ?? 'localhost',
+      sticky: s.sticky === null ? null : new StickyCookies(s.sticky, s.name, s.servers),
     }
   }
 
@@ -130,8 +132,12 @@ export class DataPlane implements ExchangeHost {
    * counts it: in flight (the caller gives it back with releaseServer) and
    * selected. Returns its index in the group, or -1 when none is usable.
    */
-  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number {
-    const idx = svc.balancer.pick(now(), svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
+  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number, prefer = -1): number {
+    const t = now()
+    // a sticky client keeps its server while it is usable: up, not drained, not in maintenance, weight > 0
+    const idx = prefer >= 0 && prefer !== exclude && isUsable(this.shm.i32, svc.servers[prefer]!.slot, t)
+      ? prefer
+      : svc.balancer.pick(t, svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
     if (idx < 0) return -1
     const slot = svc.servers[idx]!.slot
     this.stripe.addServer(slot, C_INFLIGHT)

@@ -52,7 +52,7 @@ export class H2Exchange extends ServerTries {
   start (): void {
     const ctx = this.#ctx
     const client = this.#client
-    const server = this.claimServer(ctx.remoteAddress, false)
+    const server = this.claimFor(ctx, false)
     if (server === null) {
       this.#host.error(ctx, client, 'LB_ERR_NO_SERVER', this.noServerParams())
       return
@@ -120,6 +120,7 @@ export class H2Exchange extends ServerTries {
         if (k.startsWith(':') || v === undefined) continue
         for (const x of Array.isArray(v) ? v : [String(v)]) flat.push(k, x)
       }
+      if (ctx.responseHeaders !== null) flat.push(...ctx.responseHeaders)
       client.head(status, '', flat, -1)
     })
     up.on('data', (d: Buffer) => {

@@ -94,7 +94,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
 
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
   #connect (retry: boolean, failed: ErrorCode | null = null, counted = true): void {
-    const server = this.claimServer(this.#ctx.remoteAddress, retry, counted)
+    const server = this.claimFor(this.#ctx, retry, counted)
     if (server === null) {
       if (failed !== null) this.#fail(failed, {})
       else this.#fail('LB_ERR_NO_SERVER', this.noServerParams())
