@@ -35,6 +35,7 @@ import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } fro
 import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
+import { GroupRuntime, leafTarget } from './proxy/service-group.js'
 import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -76,6 +77,7 @@ export class DataPlane implements ExchangeHost {
     this.accessLog = accessLog
     const used = new Set<string>()
     for (const s of conf.services) this.services.set(s.name, this.#buildService(s, slots, pools, used))
+    for (const s of this.services.values()) s.group?.link(this.services)
     for (const [key, pool] of pools) {
       if (!used.has(key)) {
         pool.close()
@@ -84,11 +86,15 @@ export class DataPlane implements ExchangeHost {
     }
     const hooks = this.middlewares
     for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, host))
-    const target = (r: RouterConf): RouteTarget => ({
-      service: this.services.get(r.service) ?? null,
-      chain: r.chain.length === 0 ? EMPTY_CHAIN : compileChain(r.chain.map((name) => ({ name, hooks: hooks.get(name)! }))),
-      routerSlot: slots.routers[r.name] ?? -1,
-    })
+    const target = (r: RouterConf): RouteTarget => {
+      const service = this.services.get(r.service) ?? null
+      return {
+        service,
+        chain: r.chain.length === 0 ? EMPTY_CHAIN : compileChain(r.chain.map((name) => ({ name, hooks: hooks.get(name)! }))),
+        routerSlot: slots.routers[r.name] ?? -1,
+        leaves: service?.group != null ? new Map() : null,
+      }
+    }
     for (const r of conf.routers) if (this.services.get(r.service)?.conf.kind === 'generate') this.#genRouters.add(r.name)
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
@@ -124,6 +130,7 @@ export class DataPlane implements ExchangeHost {
       allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
       hostFallback: s.servers[0]?.address ?? 'localhost',
       sticky: s.sticky === null ? null : new StickyCookies(s.sticky, s.name, s.servers),
+      group: s.group === null ? null : new GroupRuntime(s.group),
     }
   }
 
@@ -251,10 +258,16 @@ export class DataPlane implements ExchangeHost {
   }
 
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
-    const svc = target.service
+    let svc = target.service
     if (svc === null) {
       this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
       return
+    }
+    if (svc.group !== null) {
+      // a weighted or failover service: the service it picks serves the request (groups nest, never in a cycle)
+      const t = now()
+      while (svc.group !== null) svc = svc.group.pick(this.shm.i32, t)
+      target = leafTarget(target, svc)
     }
     ctx.service = svc.conf.name
     if (svc.conf.kind === 'status') {

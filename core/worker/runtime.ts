@@ -12,6 +12,7 @@ import type { Balancer } from '../upstream/balance.js'
 import type { H2Pool } from '../upstream/h2-pool.js'
 import type { ServerPool } from '../upstream/pool.js'
 import type { StickyCookies } from '../upstream/sticky.js'
+import type { GroupRuntime } from './proxy/service-group.js'
 import type { Chain } from './request/chain.js'
 import type { ClientResponse } from './transport/client.js'
 import type { Ctx } from './request/context.js'
@@ -35,6 +36,8 @@ export interface ServiceRuntime {
   readonly hostFallback: string
   /** sticky sessions by cookie ([services.X.sticky.cookie]); null = none */
   readonly sticky: StickyCookies | null
+  /** kind weighted or failover: which service takes a request; null for the other kinds */
+  readonly group: GroupRuntime | null
 }
 
 export interface RouteTarget {
@@ -42,6 +45,8 @@ export interface RouteTarget {
   readonly chain: Chain
   /** the router's request-stats slot (/metrics) */
   readonly routerSlot: number
+  /** when `service` is a group: this target with each service the group picked (service-group.ts leafTarget); else null */
+  readonly leaves: Map<ServiceRuntime, RouteTarget> | null
 }
 
 /** What an exchange (proxy.ts, ws-proxy.ts, tcp-proxy.ts) needs of the data plane that started it (DataPlane). */

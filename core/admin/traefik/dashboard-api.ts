@@ -50,6 +50,12 @@ function stickyView (k: StickyCookieConf): Obj {
 function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Obj {
   const p = provider(ctx, s.name)
   const base: Obj = { status: 'enabled', usedBy, name: `${s.name}@${p}`, provider: p }
+  const g = s.group
+  if (g !== null) {
+    return g.kind === 'weighted'
+      ? { weighted: { services: g.services.map((x) => ({ name: x.name, weight: x.weight })) }, ...base, type: 'weighted' }
+      : { failover: { service: g.service, fallback: g.fallback }, ...base, type: 'failover' }
+  }
   if (s.kind !== 'proxy') return { ...base, type: s.kind }
   const serverStatus: Record<string, string> = {}
   const servers = s.servers.map((srv) => {
