@@ -28,9 +28,10 @@ import replacePath from './replace-path.js'
 import stripPrefix from './strip-prefix.js'
 import chain from './chain.js'
 import forwardAuth from './forward-auth.js'
+import retry from './retry.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
-  stripPrefix, addPrefix, replacePath, chain, forwardAuth] as PluginDef[]
+  stripPrefix, addPrefix, replacePath, chain, forwardAuth, retry] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

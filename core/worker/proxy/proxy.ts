@@ -316,9 +316,11 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
         this.#connect(false, reported, false)
         return
       }
-      if (this.mayRetry()) {
+      if (this.mayRetry(this.#ctx.retryLimit)) {
         this.#ctx.retries++
-        this.#connect(true, reported)
+        const wait = this.retryDelay(this.#ctx)
+        if (wait === 0) this.#connect(true, reported)
+        else setTimeout(() => { if (!this.#finished) this.#connect(true, reported) }, wait)
         return
       }
     }

@@ -83,6 +83,11 @@ export class ServerTries {
     ctx.responseHeaders = rh
   }
 
+  /** The retry middleware's wait before this retry (ms): its initial interval, doubled after each retry; 0 = at once. */
+  protected retryDelay (ctx: Ctx): number {
+    return ctx.retryIntervalMs === 0 ? 0 : ctx.retryIntervalMs * 2 ** Math.min(this.#attempts - 1, 16)
+  }
+
   /** LB_ERR_NO_SERVER's parameters: the service and why none of its servers is usable now. */
   protected noServerParams (): Record<string, string> {
     const svc = this.#tried!
@@ -102,11 +107,14 @@ export class ServerTries {
     this.#host.releaseServer(server.slot, bytesIn, bytesOut)
   }
 
-  /** After a failed try that can be sent again: true (and counted on the failed server) when another may start. */
-  protected mayRetry (): boolean {
+  /**
+   * After a failed try that can be sent again: true (and counted on the failed server) when another may
+   * start. `retries`: the retry middleware's limit for this request (-1: the service's).
+   */
+  protected mayRetry (retries = -1): boolean {
     const conf = this.#tried!.conf
     const limit = conf.retryTimeoutMs
-    if (this.#attempts > conf.retries || (limit !== 0 && ((now() - this.#firstTry) | 0) >= limit)) return false
+    if (this.#attempts > (retries >= 0 ? retries : conf.retries) || (limit !== 0 && ((now() - this.#firstTry) | 0) >= limit)) return false
     this.#host.stripe.addServer(this.#slot, C_RETRIES)
     return true
   }

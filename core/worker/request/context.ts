@@ -47,6 +47,9 @@ export class Ctx {
   server = ''
   /** tries on another server after a failure (core/worker/proxy/proxy.ts) */
   retries = 0
+  /** the retry middleware's limit of retries for this request (-1: the service's `retries`) and the wait before the first, ms (doubling) */
+  retryLimit = -1
+  retryIntervalMs = 0
   /** status sent to the client (0 until sent) */
   status = 0
   /** the grpc-status a gRPC client got (h2-proxy.ts from the server, or lb's own answer); -1 = none seen: the request counters (/metrics) */

@@ -254,8 +254,9 @@ export class WsTunnel extends WsRelay implements ResponseSink {
       this.finish()
       return
     }
-    if (connectPhase && this.mayRetry()) {
-      // nothing reached the server: the upgrade request can go to another one
+    if (connectPhase && this.mayRetry(this.ctx.retryLimit)) {
+      // nothing reached the server: the upgrade request can go to another one (at once: the retry
+      // middleware's interval applies to HTTP requests, a handshake's connect timer runs meanwhile)
       this.#connect(true, code)
       return
     }
