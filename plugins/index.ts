@@ -29,9 +29,11 @@ import stripPrefix from './strip-prefix.js'
 import chain from './chain.js'
 import forwardAuth from './forward-auth.js'
 import retry from './retry.js'
+import inFlightReq from './in-flight-req.js'
+import circuitBreaker from './circuit-breaker.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
-  stripPrefix, addPrefix, replacePath, chain, forwardAuth, retry] as PluginDef[]
+  stripPrefix, addPrefix, replacePath, chain, forwardAuth, retry, inFlightReq, circuitBreaker] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

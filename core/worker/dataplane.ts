@@ -300,6 +300,7 @@ export class DataPlane implements ExchangeHost {
    */
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
     extra: readonly string[] = []): void {
+    ctx.errorCode = code
     this.#answer(ctx, client, ERRORS[code].status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
@@ -343,6 +344,13 @@ export class DataPlane implements ExchangeHost {
    * its end (the last body byte or the end of the response).
    */
   finish (ctx: Ctx): void {
+    const ends = ctx.ends
+    if (ends !== null) {
+      ctx.ends = null
+      for (const fn of ends) {
+        try { fn(ctx) } catch (err) { this.log.error('a middleware\'s end-of-request hook failed', { router: ctx.router, error: String(err) }) }
+      }
+    }
     const s = this.stripe
     s.add(G_WRITING, -1)
     s.add(G_BYTES_IN, ctx.bytesIn)

@@ -12,7 +12,6 @@ import type { Balancer } from '../upstream/balance.js'
 import type { H2Pool } from '../upstream/h2-pool.js'
 import type { ServerPool } from '../upstream/pool.js'
 import type { StickyCookies } from '../upstream/sticky.js'
-import type { GroupRuntime } from './proxy/service-group.js'
 import type { Chain } from './request/chain.js'
 import type { ClientResponse } from './transport/client.js'
 import type { Ctx } from './request/context.js'
@@ -36,8 +35,16 @@ export interface ServiceRuntime {
   readonly hostFallback: string
   /** sticky sessions by cookie ([services.X.sticky.cookie]); null = none */
   readonly sticky: StickyCookies | null
-  /** kind weighted or failover: which service takes a request; null for the other kinds */
-  readonly group: GroupRuntime | null
+  /** kind weighted or failover: which service takes a request (proxy/service-group.ts); null for the other kinds */
+  readonly group: ServiceGroupRuntime | null
+}
+
+/** A weighted or failover service at run time (implemented by proxy/service-group.ts GroupRuntime). */
+export interface ServiceGroupRuntime {
+  /** resolves the services it names, once every service of the generation is built */
+  link (byName: ReadonlyMap<string, ServiceRuntime>): void
+  /** the service that takes a request now (`i32`: shared memory, `t`: the tick) */
+  pick (i32: Int32Array, t: number): ServiceRuntime
 }
 
 export interface RouteTarget {

@@ -6,7 +6,7 @@
 // whether the main service has a usable server right now (shared memory).
 import type { ServiceGroup } from '../../config/service-group.js'
 import { isUsable } from '../../shm/server-state.js'
-import type { RouteTarget, ServiceRuntime } from '../runtime.js'
+import type { RouteTarget, ServiceGroupRuntime, ServiceRuntime } from '../runtime.js'
 
 /** A service that could take a request now: a group, or a service with a usable server. */
 function usable (svc: ServiceRuntime, i32: Int32Array, t: number): boolean {
@@ -15,7 +15,7 @@ function usable (svc: ServiceRuntime, i32: Int32Array, t: number): boolean {
   return false
 }
 
-export class GroupRuntime {
+export class GroupRuntime implements ServiceGroupRuntime {
   readonly conf: ServiceGroup
   /** resolved once every service of the generation is built (link) */
   #children: ServiceRuntime[] = []

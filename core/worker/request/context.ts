@@ -52,6 +52,8 @@ export class Ctx {
   retryIntervalMs = 0
   /** status sent to the client (0 until sent) */
   status = 0
+  /** the error code of an answer lb made itself (DataPlane.error), '' otherwise: circuitBreaker tells network errors by it */
+  errorCode = ''
   /** the grpc-status a gRPC client got (h2-proxy.ts from the server, or lb's own answer); -1 = none seen: the request counters (/metrics) */
   grpcStatus = -1
   bytesIn = 0
@@ -72,6 +74,8 @@ export class Ctx {
   dropHeaders: string[] | null = null
   /** extra headers for the client response, flat [name, value, ...] */
   responseHeaders: string[] | null = null
+  /** run once when the request ends, however it ends (atEnd in core/plugin.ts; DataPlane.finish) */
+  ends: Array<(ctx: Ctx) => void> | null = null
 
   header (name: string): string {
     const h = this.headers
