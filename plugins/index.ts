@@ -27,10 +27,13 @@ import addPrefix from './add-prefix.js'
 import replacePath from './replace-path.js'
 import stripPrefix from './strip-prefix.js'
 import chain from './chain.js'
+import stripPrefixRegex from './strip-prefix-regex.js'
+import replacePathRegex from './replace-path-regex.js'
+import redirectRegex from './redirect-regex.js'
 import forwardAuth from './forward-auth.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
-  stripPrefix, addPrefix, replacePath, chain, forwardAuth] as PluginDef[]
+  stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 
