@@ -4,6 +4,7 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from './config/load.js'
 import { loadConfigAsync } from './configure.js'
+import { ConfigWatch } from './control/config-watch.js'
 import { unwritablePaths } from './config/paths.js'
 import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
@@ -88,6 +89,8 @@ export async function run (configPath: string): Promise<Running> {
   // ACME certificates: taken from storage or ordered once the workers run (until then the default certificate serves)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
 
+  // [providers.file] watch: a change there reloads as SIGHUP does (set up once lb is ready, below)
+  const watcher = new ConfigWatch(() => reload(), log)
   // reloads and API changes are applied one at a time, in order
   let queue: Promise<unknown> = Promise.resolve()
   const apply = (candidate: Config): Promise<string[]> => {
@@ -118,6 +121,7 @@ export async function run (configPath: string): Promise<Running> {
       const errors = await supervisor.broadcast(next, slotMap, generation)
       if (errors.length > 0) log.error('some workers rejected the configuration', { errors })
       config = next
+      watcher.update(config)
       slots.commit(slotMap)
       health.update(config, slots)
       void acme.update(config)
@@ -152,6 +156,7 @@ export async function run (configPath: string): Promise<Running> {
       await management?.close()
       log.info('stopping: draining requests in flight', { timeout_ms: config.global.drainTimeoutMs })
       health.close()
+      watcher.close()
       acme.close()
       const cut = await supervisor.drain(config.global.drainTimeoutMs)
       if (cut > 0) log.warn('drain_timeout reached: requests cut', { cut, drain_timeout_ms: config.global.drainTimeoutMs })
@@ -189,6 +194,7 @@ export async function run (configPath: string): Promise<Running> {
   const swapWarning = listenerSwapWarning(swapped)
   if (swapWarning !== null) log.warn(swapWarning, { entrypoints: swapped })
   management.open()
+  watcher.update(config)
   const entrypoints = config.entrypoints.map((e) => `${e.name}=${e.protocol}://${formatHostPort(e.host, e.port)}`)
   const genListeners = gen === null ? {} : { generation_socket: gen.socketPath, generation: gen.tcpAddress === null ? undefined : formatHostPort(gen.tcpAddress.host, gen.tcpAddress.port) }
   log.info('ready', { config: config.file, workers: config.global.workers, entrypoints, ...management.listeners, ...genListeners })

@@ -16,6 +16,8 @@ export { CLOCK_MS, now } from './clock.js'
 export type { Logger } from './log.js'
 export type { Shm } from './shm/layout.js'
 export type { Ctx, Reply } from './worker/request/context.js'
+// regexps in Go's syntax on a linear-time engine, and Go's replacement templates ($1, ${name})
+export { expandGo, linearRegExp, replaceAllGo } from './config/linear-regexp.js'
 // a new path for the request, held to the client's path rules (400 when it breaks them)
 export { rewritePath } from './worker/request/path-rewrite.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds

@@ -13,6 +13,7 @@ import { lbError } from '../errors.js'
 import type { GenerationConf } from './generation.js'
 import { type AcmeResolverConf, checkResolvers, checkRouterResolvers } from './acme.js'
 import { type ClusterConf, checkCluster } from './cluster.js'
+import { type FileProviderConf, checkProviders, mergeProviderFiles, providerFiles } from './file-provider.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -33,6 +34,8 @@ export interface Config {
   readonly certificatesResolvers: readonly AcmeResolverConf[]
   /** [cluster]; null = a single node (no Redis) */
   readonly cluster: ClusterConf | null
+  /** [providers.file]: more dynamic configuration in a directory (file-provider.ts); null = none */
+  readonly providers: FileProviderConf | null
 }
 
 /**
@@ -52,10 +55,37 @@ export interface ConfigSections {
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/config-api/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster']
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster', 'providers']
+
+/** The main file's parsed TOML with the provider files' routers, services and middlewares merged in. */
+export interface Merged {
+  readonly raw: unknown
+  /** "routers.NAME" → the file that defined it (problems name it) */
+  readonly origins: ReadonlyMap<string, string>
+  /** what the merge itself refused (a name defined twice), each naming its file */
+  readonly problems: readonly string[]
+}
+
+/** Reads and merges the provider files `raw` names ([providers.file]); LB_ERR_CONFIG_READ / _PARSE name the file. */
+export function withProviders (raw: unknown, file: string): Merged {
+  const baseDir = file === '' ? process.cwd() : dirname(file)
+  const parsed = providerFiles(raw, baseDir).map((f): [string, unknown] => [f, parseToml(readConfigText(f), f)])
+  const problems: string[] = []
+  const m = mergeProviderFiles(raw, file === '' ? '<config>' : file, parsed, problems)
+  return { raw: m.raw, origins: m.origins, problems }
+}
+
+/** The file a problem's path ("services.web.servers[0]: ...") belongs to: the longest object key it starts with. */
+function originOf (origins: ReadonlyMap<string, string>, problem: string, label: string): string {
+  let best = ''
+  for (const key of origins.keys()) {
+    if (key.length > best.length && problem.startsWith(key) && /^[.:[ ]/.test(problem.slice(key.length))) best = key
+  }
+  return best === '' ? label : origins.get(best)!
+}
 
 /** Validates parsed TOML; `file` only labels messages and resolves relative paths. */
-export function buildConfig (raw: unknown, file: string, sections: ConfigSections): Config {
+export function buildConfig (raw: unknown, file: string, sections: ConfigSections, merged?: Merged): Config {
   const baseDir = file === '' ? process.cwd() : dirname(file)
   const c = new Checker()
   const top = c.table(raw, '', TOP_KEYS)
@@ -75,12 +105,16 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const dashboard = checkDashboard(c, top.dashboard, admin)
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
   const cluster = checkCluster(c, top.cluster, baseDir)
+  const providers = checkProviders(c, top.providers, baseDir)
   c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
-  if (c.problems.length > 0) {
+  const own = merged?.problems ?? []
+  if (c.problems.length > 0 || own.length > 0) {
     const label = file === '' ? '<config>' : file
-    throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: c.problems.map((p) => `  ${label}: ${p}`).join('\n') })
+    const origins = merged?.origins ?? new Map<string, string>()
+    const lines = [...own.map((p) => `  ${p}`), ...c.problems.map((p) => `  ${originOf(origins, p, label)}: ${p}`)]
+    throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: lines.join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers, cluster })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers, cluster, providers })
 }
 
 /**
@@ -132,8 +166,8 @@ function keyAt (text: string, line: number): string | undefined {
 }
 
 export function parseConfig (text: string, file: string, sections: ConfigSections, overlay?: RawOverlay): Config {
-  const raw = parseToml(text, file)
-  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file, sections)
+  const merged = withProviders(parseToml(text, file), file)
+  return buildConfig(overlay === undefined ? merged.raw : overlay(merged.raw, file), file, sections, merged)
 }
 
 export function loadConfig (path: string, sections: ConfigSections, overlay?: RawOverlay): Config {
@@ -149,10 +183,11 @@ export function loadConfig (path: string, sections: ConfigSections, overlay?: Ra
  */
 export async function loadConfigAsync (path: string, sections: ConfigSections, overlay?: RawOverlay): Promise<Config> {
   const file = resolve(path)
-  const raw = parseToml(readConfigText(file), file)
+  const merged = withProviders(parseToml(readConfigText(file), file), file)
+  const raw = merged.raw
   const baseDir = dirname(file)
   await sections.loadPlugins(middlewareTypes(raw), baseDir, rawPluginsDir(raw, baseDir))
-  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file, sections)
+  return buildConfig(overlay === undefined ? raw : overlay(raw, file), file, sections, merged)
 }
 
 /** global.plugins_dir as written, resolved as checkGlobal will ('' when absent or not a string: validation reports it). */
