@@ -35,7 +35,7 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
   for (const t of r.inputs) bytes += Buffer.byteLength(t)
   const over = overPromptBytes(env.conf, bytes)
   if (over !== null) return refuse(over)
-  const e = await env.catalog.lookup(r.model)
+  const e = await env.catalog.lookup(env.remote.resolve(r.model))
   if (e === null) return refuse(modelNotFound(r.displayModel))
   if (r.inputs.length === 0) {
     writer.done([], 0, 0, 0)
