@@ -79,6 +79,9 @@ test('keep_alive values: config strings and request values', () => {
   assert.ok(Number.isNaN(parseKeepAliveValue('soon')))
 })
 
+/** The config's reference to an environment variable, "${NAME}" (built: a literal would read as a mistaken template). */
+const envRef = (name: string): string => '$' + `{${name}}`
+
 test('[[generation.servers]], aliases, fallbacks: checked, each problem naming its key', () => {
   const c = new Checker()
   process.env.LB_TEST_GEN_KEY = 'sk-from-env'
@@ -86,7 +89,7 @@ test('[[generation.servers]], aliases, fallbacks: checked, each problem naming i
     ollama_models: 'off',
     servers: [
       { name: 'gpu1', kind: 'ollama', url: 'http://10.0.0.5:11434/' },
-      { name: 'vllm', kind: 'openai', url: 'https://10.0.0.6:8000/v1', api_key: '${LB_TEST_GEN_KEY}', refresh: '30s' },
+      { name: 'vllm', kind: 'openai', url: 'https://10.0.0.6:8000/v1', api_key: envRef('LB_TEST_GEN_KEY'), refresh: '30s' },
     ],
     aliases: { 'GPT-4o-mini': 'qwen2.5:7b' },
     fallbacks: { 'qwen2.5:7b': ['llama3.2:3b'] },
@@ -106,7 +109,7 @@ test('[[generation.servers]], aliases, fallbacks: checked, each problem naming i
     servers: [
       { name: 'gpu1', kind: 'tgi', url: 'http://a:1' },
       { name: 'gpu1', kind: 'ollama', url: 'ftp://a' },
-      { kind: 'openai', url: 'not a url', api_key: '${LB_TEST_UNSET_KEY}', port: 3 },
+      { kind: 'openai', url: 'not a url', api_key: envRef('LB_TEST_UNSET_KEY'), port: 3 },
     ],
     aliases: { 'a b': 'x', ok: 3 },
     fallbacks: { x: [] },

@@ -1,8 +1,8 @@
 // A small OpenAI-shaped model server for the remote tests, written with
 // node:http so that its replies can be chosen, misbehaviour included: a
 // normal stream with usage, an error status, a socket destroyed mid-stream,
-// an error event mid-stream, a stream that stops after its first chunk and
-// waits (to see lb close it). It records every request body it is sent.
+// an error event mid-stream (both after a first chunk, when the test says),
+// a stream that stops after its first chunk and waits (to see lb close it). It records every request body it is sent.
 
 import { EventEmitter } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -19,7 +19,7 @@ export interface FakeOpenAi {
   mode: Mode
   /** The words streamed, one chunk each (usage.completion_tokens is their number unless `usage` is set). */
   words: string[]
-  /** Emits 'closed' when the connection of a request in 'hang' mode closes. */
+  /** Emits 'closed' when the connection of a request in 'hang' mode closes; 'die' and 'error-event' fail on 'go'. */
   events: EventEmitter
 }
 
@@ -63,13 +63,14 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
         return
       }
       res.write(chunk(model, chat, fake.words[0]!, null))
+      // after the first chunk, the test says when to fail (once that chunk reached its client)
       if (fake.mode === 'die') {
         // the server dies mid-reply: the connection goes, no end
-        setImmediate(() => res.socket?.destroy())
+        fake.events.once('go', () => res.socket?.destroy())
         return
       }
       if (fake.mode === 'error-event') {
-        res.end(`data: ${JSON.stringify({ error: { message: 'fake broke mid-stream', type: 'server_error' } })}\n\n`)
+        fake.events.once('go', () => res.end(`data: ${JSON.stringify({ error: { message: 'fake broke mid-stream', type: 'server_error' } })}\n\n`))
         return
       }
       let out = ''
