@@ -2,6 +2,11 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CLI, ROOT } from '../helpers.js'
 import { Checker } from '../../core/config/check.js'
 import { checkGeneration, parseKeepAlive } from '../../core/gen/config.js'
 import { parseKeepAliveValue } from '../../core/gen/ollama/request.js'
@@ -126,4 +131,33 @@ test('[[generation.servers]], aliases, fallbacks: checked, each problem naming i
     'generation.servers[2].port: unknown key (allowed: name, kind, url, api_key, refresh)',
     'generation.servers[2].url: expected an http:// or https:// URL with a host, like "http://10.0.0.5:11434", found "not a url"',
   ])
+})
+
+test('lb check names the key of a bad remote server', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lb-gen-check-'))
+  try {
+    const file = join(dir, 'lb.toml')
+    writeFileSync(file, `[entrypoints.web]
+address = "127.0.0.1:1"
+[generation]
+socket = "gen.sock"
+ollama_models = "off"
+[[generation.servers]]
+name = "gpu1"
+kind = "vllm"
+url = "http://10.0.0.5:8000"
+[[generation.servers]]
+name = "gpu1"
+kind = "ollama"
+url = "10.0.0.6:11434"
+`)
+    const r = spawnSync(process.execPath, [CLI, 'check', '-c', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 })
+    const out = r.stdout + r.stderr
+    assert.equal(r.status, 1, out)
+    assert.ok(out.includes('generation.servers[0].kind: expected one of "ollama", "openai", "lb", found "vllm"'), out)
+    assert.ok(out.includes('generation.servers[1].name: expected a name no other server has, found "gpu1"'), out)
+    assert.ok(out.includes('generation.servers[1].url: expected an http:// or https:// URL with a host'), out)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
