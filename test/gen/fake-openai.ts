@@ -2,7 +2,8 @@
 // node:http so that its replies can be chosen, misbehaviour included: a
 // normal stream with usage, an error status, a socket destroyed mid-stream,
 // an error event mid-stream (both after a first chunk, when the test says),
-// a stream that stops after its first chunk and waits (to see lb close it). It records every request body it is sent.
+// a stream that stops after its first chunk and waits (to see lb close it);
+// embeddings are [3, 4] (length 5, to see them normalised). It records every request body it is sent.
 
 import { EventEmitter } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -40,6 +41,14 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) }))
+        return
+      }
+      if (req.method === 'POST' && req.url === '/v1/embeddings') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+        fake.bodies.push(body)
+        res.writeHead(200, { 'content-type': 'application/json' })
+        const data = (body.input as string[]).map((_s, index) => ({ object: 'embedding', embedding: [3, 4], index }))
+        res.end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 5, total_tokens: 5 } }))
         return
       }
       const chat = req.url === '/v1/chat/completions'

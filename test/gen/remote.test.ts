@@ -30,7 +30,9 @@ test('requests go to the server that has the model; both listings are the union;
   const ollama = new Ollama({ host: front.base })
   const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
 
-  const names = (await ollama.list()).models.map((m) => m.name).sort()
+  // both servers read (on a loaded machine a first refresh may time out; the front asks again)
+  let names: string[] = []
+  await until(async () => (names = (await ollama.list()).models.map((m) => m.name).sort()).length === 3, 20_000, 'both servers listed')
   assert.deepEqual(names, ['alpha:latest', 'beta:latest', 'gpt-4o-mini:latest'])
   const ids: string[] = []
   for await (const m of openai.models.list()) ids.push(m.id)
@@ -137,4 +139,27 @@ test('the server where the model is loaded is preferred (/api/ps)', async (t) =>
   assert.equal(generated(one), 0, 'the server without the model loaded got nothing')
   assert.equal(two.svc.stats().requests.generate.ok, 5)
   assert.equal(lines((await post(front.base, '/api/generate', { model: 'random', prompt: 'x', options: { num_predict: 1 } })).text).at(-1).done, true)
+})
+
+test('embeddings from remote servers in both APIs: an lb server\'s to an OpenAI client, an OpenAI-kind server\'s to an Ollama client', async (t) => {
+  const a = await startGen(t, { models: { alpha: STORIES }, builtin_model: false })
+  const fake = await startFakeOpenAi(t, ['embedder'])
+  const front = await startFront(t, [{ name: 'a', kind: 'lb', url: a.base }, { name: 'fake', kind: 'openai', url: fake.url }])
+  const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
+  const e = await openai.embeddings.create({ model: 'alpha', input: ['one', 'two'] })
+  assert.equal(e.data.length, 2)
+  assert.equal(e.data[0]!.embedding.length, 64)
+  assert.ok(Math.abs(Math.hypot(...e.data[0]!.embedding) - 1) < 1e-3, 'normalised')
+  assert.ok(e.usage.prompt_tokens > 0)
+  assert.equal(a.svc.stats().requests.embed.ok, 1)
+
+  const ollama = new Ollama({ host: front.base })
+  const o = await ollama.embed({ model: 'embedder', input: ['x', 'y', 'z'] })
+  assert.deepEqual(o.embeddings, [[0.6, 0.8], [0.6, 0.8], [0.6, 0.8]])
+  assert.equal(o.prompt_eval_count, 5)
+  assert.deepEqual(fake.bodies.at(-1).input, ['x', 'y', 'z'])
+  const cut = await ollama.embed({ model: 'alpha', input: 'one', dimensions: 8 })
+  assert.equal(cut.embeddings[0]!.length, 8)
+  const r = await post(front.base, '/api/embed', { model: 'nowhere', input: 'x' })
+  assert.equal(r.status, 404)
 })

@@ -18,7 +18,7 @@ import type { ModelCatalog, ModelEntry } from '../models/catalog.js'
 import { contextLength } from '../models/gguf.js'
 import { parseOptions } from '../ollama/request.js'
 import type { RemoteRegistry } from '../remote/registry.js'
-import { runRemote } from '../remote/run.js'
+import { generateRemote } from '../remote/run.js'
 import { outcomeOf, type GenOutcome, type GenStats } from '../stats.js'
 import { type ApiError, type GenRequest, isApiError, type RequestOptions } from './request.js'
 
@@ -193,7 +193,7 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
   }
   if (firstLocal > 0) {
     const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++ }
-    const out = await runRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), writer)
+    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), writer)
     if (out.served) return 0
     if (local === null) return refuse(writer, out.error ?? modelNotFound(r.displayModel))
   }

@@ -10,6 +10,9 @@ import type { GenerationConf } from '../../config/generation.js'
 import type { Logger } from '../../log.js'
 import { type RemoteModel, RemoteServer } from './server.js'
 
+/** How often a server never reached yet is asked again: ms. */
+const FIRST_RETRY_MS = 1_000
+
 export class RemoteRegistry {
   readonly servers: readonly RemoteServer[]
   private readonly aliases: Readonly<Record<string, string>>
@@ -25,13 +28,23 @@ export class RemoteRegistry {
     this.fallbacks = conf.fallbacks
   }
 
-  /** Reads every server's models now, then every `refresh`. */
+  /**
+   * Reads every server's models now, then every `refresh`; a server never reached yet (lb starting beside
+   * it) is asked again every second until it answers, so that it does not wait a whole period to be used.
+   */
   start (): void {
     this.first = Promise.all(this.servers.map((s) => s.refresh())).then(() => undefined)
     for (const s of this.servers) {
       const t = setInterval(() => { void s.refresh() }, s.conf.refreshMs)
       t.unref()
       this.timers.push(t)
+      if (s.conf.refreshMs <= FIRST_RETRY_MS) continue
+      const first = setInterval(() => {
+        if (s.reached) clearInterval(first)
+        else void s.refresh()
+      }, FIRST_RETRY_MS)
+      first.unref()
+      this.timers.push(first)
     }
   }
 

@@ -27,6 +27,8 @@ export class RemoteServer {
   readonly conf: RemoteServerConf
   private readonly log: Logger
   up = false
+  /** A refresh succeeded once. */
+  reached = false
   /** Why the server is down ('' when up). */
   reason = 'not reached yet'
   /** Canonical name -> model. Replaced whole by each refresh. */
@@ -99,6 +101,7 @@ export class RemoteServer {
       this.loaded = loaded
       if (!this.up) this.log.info('model server up', { server: this.conf.name, models: models.size })
       this.up = true
+      this.reached = true
       this.reason = ''
     } catch (e) {
       this.markDown(`refresh failed: ${(e as Error).message}`)
