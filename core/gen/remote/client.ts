@@ -77,7 +77,7 @@ export async function callServer (server: RemoteServer, served: string, r: GenRe
     const text = await readText(res.body as never).catch(() => '')
     const s = res.statusCode
     const detail = openai ? openaiErrorOf(text) : { message: ollamaErrorMessage(text) }
-    if (s === 404) return failed({ status: 404, message: detail.message }, true, false, true)
+    if (s === 404) return failed({ status: 404, message: detail.message, param: 'model', code: 'model_not_found' }, true, false, true)
     // 408, 429, 5xx: another server may do it; 5xx but 503 (a full queue) says the server is unwell
     if (s === 408 || s === 429 || s >= 500) return failed(upstreamError(name, `HTTP ${s}: ${detail.message}`), true, s >= 500 && s !== 503)
     // another 4xx is about the request: every server would say it, so it goes back to the client

@@ -54,7 +54,7 @@ export async function embedCall (server: RemoteServer, served: string, r: EmbedR
   }
   if (status !== 200) {
     const detail = openai ? openaiErrorOf(text) : { message: ollamaErrorMessage(text) }
-    if (status === 404) return failed({ status: 404, message: detail.message }, true, false, true)
+    if (status === 404) return failed({ status: 404, message: detail.message, param: 'model', code: 'model_not_found' }, true, false, true)
     if (status === 408 || status === 429 || status >= 500) return failed(upstream(`HTTP ${status}: ${detail.message}`), true, status >= 500 && status !== 503)
     return failed({ status, message: detail.message, param: 'param' in detail ? detail.param : null, code: 'code' in detail ? detail.code : null }, false, false)
   }

@@ -132,6 +132,12 @@ export interface RemoteWriter {
 /** A text request (generate, chat, either API) on the remote servers, its reply written by `writer`. */
 export function generateRemote (env: RemoteEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest, names: readonly string[], writer: RemoteWriter): Promise<RemoteResult> {
   return runRemote(env, req, res, names, (e) => writer.fail(e), (s, served, life) => {
+    // Ollama's empty prompt loads the model; OpenAI's API cannot say it, and such a server serves what it has loaded
+    if (r.loadOnly && s.conf.kind === 'openai') {
+      life.end('ok')
+      writer.loaded('load')
+      return Promise.resolve({ ok: true })
+    }
     const sink: RemoteSink = {
       pieces: (texts, ts) => { if (!life.finished) writer.pieces(texts, ts) },
       done (result) {
