@@ -9,7 +9,6 @@ import { request } from 'undici'
 import { formatError } from '../../errors.js'
 import type { ApiError, GenRequest } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
-import { nowIso } from '../ollama/reply.js'
 import { ollamaCall, ollamaErrorMessage, ollamaLine } from './ollama-wire.js'
 import { openaiCall, openaiErrorOf, openaiEvent } from './openai-wire.js'
 import { ReplyState, StreamError } from './reply-state.js'
@@ -91,7 +90,8 @@ export async function callServer (server: RemoteServer, served: string, r: GenRe
     }
     if (r.stream && st.texts.length > 0) {
       delivered = true
-      sink.pieces(st.take(), nowIso())
+      // created_at of the batch, as Ollama's (ollama/reply.ts nowIso; not imported: reply.ts depends on dispatch/)
+      sink.pieces(st.take(), new Date().toISOString())
     }
   }
   try {
