@@ -10,12 +10,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
 
-export type Mode = 'ok' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang'
+export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang'
 
 export interface FakeOpenAi {
   url: string
   /** Bodies of the generation requests, in order. */
   bodies: any[]
+  /** The Authorization header of every request ('' when none), listings included. */
+  auth: string[]
   /** The reply of the next requests. */
   mode: Mode
   /** The words streamed, one chunk each (usage.completion_tokens is their number unless `usage` is set). */
@@ -33,9 +35,10 @@ const chunk = (model: string, chat: boolean, text: string | null, finish: string
 
 /** Starts the server on a free loopback port, listing `models`; stopped in t.after. */
 export async function startFakeOpenAi (t: TestContext, models: string[]): Promise<FakeOpenAi> {
-  const fake: FakeOpenAi = { url: '', bodies: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter() }
+  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter() }
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = []
+    fake.auth.push(req.headers.authorization ?? '')
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       if (req.method === 'GET' && req.url === '/v1/models') {
@@ -85,7 +88,7 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
       let out = ''
       for (const w of fake.words.slice(1)) out += chunk(model, chat, w, null)
       out += chunk(model, chat, null, 'stop')
-      if (body.stream_options?.include_usage === true) out += chunk(model, chat, null, null, { prompt_tokens: 7, completion_tokens: fake.words.length, total_tokens: 7 + fake.words.length })
+      if (body.stream_options?.include_usage === true && fake.mode !== 'no-usage') out += chunk(model, chat, null, null, { prompt_tokens: 7, completion_tokens: fake.words.length, total_tokens: 7 + fake.words.length })
       res.end(out + 'data: [DONE]\n\n')
     })
   })

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
+import { startLb } from '../helpers.js'
 import { startFakeOpenAi } from './fake-openai.js'
 import { type Gen, get, lines, post, RANDOM, startGen, STORIES, until } from './helpers.js'
 
@@ -115,6 +116,13 @@ test('an Ollama client against an OpenAI-kind server, stream and not: text, toke
   assert.equal(raw.json.response, 'Hello there friend')
   assert.equal(fake.bodies.at(-1).prompt, 'Once')
 
+  // a server that ignores include_usage: the completion tokens are the content chunks it sent
+  fake.mode = 'no-usage'
+  const counted = await ollama.generate({ model: 'org/fake-model-7b', prompt: 'Hi', stream: false })
+  assert.equal(counted.response, 'Hello there friend')
+  assert.equal(counted.eval_count, 3)
+  assert.equal(counted.prompt_eval_count, 0)
+
   // the server's own 4xx about the request comes back to the client, in its shape
   fake.mode = 'fail400'
   const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
@@ -162,4 +170,41 @@ test('embeddings from remote servers in both APIs: an lb server\'s to an OpenAI 
   assert.equal(cut.embeddings[0]!.length, 8)
   const r = await post(front.base, '/api/embed', { model: 'nowhere', input: 'x' })
   assert.equal(r.status, 404)
+})
+
+test('through the balancer (lb run, two workers): both clients reach a remote server; its key is sent and never logged', async (t) => {
+  const fake = await startFakeOpenAi(t, ['remote-model'])
+  const lb = await startLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[generation]
+socket = "{{DIR}}/gen.sock"
+ollama_models = "off"
+builtin_model = false
+[[generation.servers]]
+name = "fake"
+kind = "openai"
+url = "${fake.url}/v1"
+api_key = "\${LB_TEST_REMOTE_KEY}"
+[generation.aliases]
+"gpt-4o-mini" = "remote-model"
+[routers.gen]
+rule = "PathPrefix(\`/api/\`, \`/v1/\`)"
+entrypoints = ["web"]
+service = "gen"
+[services.gen]
+kind = "generate"
+`, { env: { LB_TEST_REMOTE_KEY: 'sk-secret-remote-key' } })
+  t.after(() => lb.stop())
+  const openai = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: 'none', maxRetries: 0 })
+  let text = ''
+  for await (const c of await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true })) {
+    text += c.choices[0]?.delta.content ?? ''
+  }
+  assert.equal(text, 'Hello there friend')
+  const ollama = new Ollama({ host: lb.url })
+  assert.equal((await ollama.chat({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }], stream: false })).message.content, 'Hello there friend')
+  assert.ok(fake.auth.length >= 3 && fake.auth.every((a) => a === 'Bearer sk-secret-remote-key'), JSON.stringify(fake.auth))
+  await lb.stop()
+  assert.ok(!lb.log().includes('sk-secret-remote-key'), 'the key is not in the log')
 })
