@@ -4,6 +4,8 @@
 // the call came to is returned, not thrown, so that remote/run.ts can decide:
 // a failure before the first piece reached the client may go to another
 // server or a fallback; a failure after it ends the reply in the caller's shape.
+// undici's own time-outs are off (a long prompt on a CPU server may take
+// minutes to its first token): request_timeout bounds the request (remote/run.ts).
 
 import { request } from 'undici'
 import { formatError } from '../../errors.js'
@@ -67,7 +69,7 @@ export async function callServer (server: RemoteServer, served: string, r: GenRe
     ({ ok: false, error, delivered, retry: retry && !delivered, down, missing })
   let res: Awaited<ReturnType<typeof request>>
   try {
-    res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal })
+    res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal, headersTimeout: 0, bodyTimeout: 0 })
   } catch (e) {
     if (signal.aborted) return failed({ status: 499, message: 'client gone' }, false, false)
     return failed(upstreamError(name, (e as Error).message), true, true)

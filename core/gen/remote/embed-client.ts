@@ -38,7 +38,7 @@ export async function embedCall (server: RemoteServer, served: string, r: EmbedR
   let text: string
   let status: number
   try {
-    const res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal })
+    const res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal, headersTimeout: 0, bodyTimeout: 0 })
     status = res.statusCode
     const chunks: Buffer[] = []
     let size = 0
