@@ -128,3 +128,19 @@ for (const api of ['openai', 'ollama'] as const) {
     assert.equal(fake.bodies.length, 1)
   })
 }
+
+test('a fallback this machine has is served here; an alias may name a local model', async (t) => {
+  const failing = await startFakeOpenAi(t, ['big'])
+  const front = await startGen(t, { builtin_model: false, servers: [{ name: 'failing', kind: 'openai', url: failing.url, refresh: '10m' }], fallbacks: { big: ['stories'] }, aliases: { 'gpt-4o-mini': 'stories' } })
+  failing.mode = 'fail500'
+  const r = await post(front.base, '/api/generate', { model: 'big', prompt: 'Once', stream: false, options: { num_predict: 3 } })
+  assert.equal(r.status, 200, r.text)
+  assert.equal(r.json.model, 'big')
+  assert.equal(failing.bodies.length, 1)
+  assert.equal(front.svc.stats().requests.generate.ok, 1, 'served by the local runner')
+  const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
+  const a = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3 })
+  assert.equal(a.model, 'gpt-4o-mini')
+  assert.ok(a.usage!.completion_tokens > 0)
+  assert.equal(failing.bodies.length, 1, 'a local model never goes to a server')
+})
