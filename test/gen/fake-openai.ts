@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
 
-export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang'
+export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood'
 
 export interface FakeOpenAi {
   url: string
@@ -22,9 +22,18 @@ export interface FakeOpenAi {
   mode: Mode
   /** The words streamed, one chunk each (usage.completion_tokens is their number unless `usage` is set). */
   words: string[]
-  /** Emits 'closed' when the connection of a request in 'hang' mode closes; 'die' and 'error-event' fail on 'go'. */
+  /**
+   * Emits 'closed' when the connection of a request in 'hang' or 'flood' mode closes; 'die' and 'error-event'
+   * fail on 'go'; 'flood' writes 64 KiB chunks as fast as they are taken (counted in `sent`) until
+   * FLOOD_LIMIT bytes went out ('never-blocked').
+   */
   events: EventEmitter
+  /** Bytes a 'flood' reply has written so far. */
+  sent: number
 }
+
+/** What a 'flood' reply writes at most, bytes: far more than the socket buffers between it and a client that stopped reading. */
+export const FLOOD_LIMIT = 128 << 20
 
 const chunk = (model: string, chat: boolean, text: string | null, finish: string | null, usage?: unknown): string => {
   const choice = chat ? { index: 0, delta: text === null ? {} : { content: text }, finish_reason: finish } : { index: 0, text: text ?? '', finish_reason: finish }
@@ -35,7 +44,7 @@ const chunk = (model: string, chat: boolean, text: string | null, finish: string
 
 /** Starts the server on a free loopback port, listing `models`; stopped in t.after. */
 export async function startFakeOpenAi (t: TestContext, models: string[]): Promise<FakeOpenAi> {
-  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter() }
+  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter(), sent: 0 }
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = []
     fake.auth.push(req.headers.authorization ?? '')
@@ -69,6 +78,22 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
         return
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' })
+      if (fake.mode === 'flood') {
+        res.on('close', () => fake.events.emit('closed'))
+        const piece = chunk(model, chat, 'x'.repeat(64 << 10), null)
+        const more = (): void => {
+          while (fake.sent < FLOOD_LIMIT) {
+            fake.sent += piece.length
+            if (!res.write(piece)) {
+              res.once('drain', more)
+              return
+            }
+          }
+          fake.events.emit('never-blocked', fake.sent)
+        }
+        more()
+        return
+      }
       if (fake.mode === 'hang') {
         res.write(chunk(model, chat, fake.words[0]!, null))
         res.on('close', () => fake.events.emit('closed'))

@@ -21,6 +21,8 @@ import { NdjsonReader, SseReader } from './stream-parse.js'
 export interface RemoteSink {
   pieces (texts: readonly string[], ts: string): void
   done (r: JobResult): void
+  /** Resolves when the client has taken what was written (null: it has); reading waits for it meanwhile. */
+  drained (): Promise<unknown> | null
 }
 
 export type CallEnd =
@@ -99,6 +101,9 @@ export async function callServer (server: RemoteServer, served: string, r: GenRe
   try {
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       take(reader.push(chunk))
+      // a slow client slows the server (TCP backpressure) instead of growing lb's buffers
+      const d = sink.drained()
+      if (d !== null) await d
     }
     if (!st.finished) take(reader.end())
   } catch (e) {

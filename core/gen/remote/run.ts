@@ -6,6 +6,7 @@
 // upstream request (undici closes its connection, which the server sees at
 // once); request_timeout aborts it and answers 504, as for a local job.
 
+import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { formatError } from '../../errors.js'
 import type { Logger } from '../../log.js'
@@ -140,6 +141,7 @@ export function generateRemote (env: RemoteEnv, req: IncomingMessage, res: Serve
     }
     const sink: RemoteSink = {
       pieces: (texts, ts) => { if (!life.finished) writer.pieces(texts, ts) },
+      drained: () => res.writableNeedDrain && !life.finished ? once(res, 'drain', { signal: life.signal }) : null,
       done (result) {
         if (life.finished) return
         life.end('ok')
