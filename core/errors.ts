@@ -80,6 +80,8 @@ export const ERRORS = {
   LB_ERR_GEN_NUM_PREDICT: { status: 400, message: 'invalid value for "{field}": {value} is over the limit generation.max_num_predict = {limit}' },
   LB_ERR_GEN_CONTEXT_TOKEN: { status: 400, message: 'invalid value for "context": token {token} is not in the vocabulary of model {model} (ids 0 to {max})' },
   LB_ERR_GEN_TIMEOUT: { status: 504, message: 'request timed out after {seconds}s (generation.request_timeout)' },
+  LB_ERR_GEN_UPSTREAM: { status: 502, message: 'model server {server} failed: {reason}' },
+  LB_ERR_GEN_NO_SERVER: { status: 503, message: 'no model server serving {model} is up ({reasons})' },
 } as const satisfies Record<string, { status: number, message: string }>
 
 export type ErrorCode = keyof typeof ERRORS

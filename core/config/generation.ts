@@ -2,6 +2,24 @@
 // name it. core/gen/config.ts checks the table and applies these defaults; the
 // loader is handed that checker (ConfigSections) and imports nothing of core/gen.
 
+/** The wire a remote model server speaks: Ollama's API, OpenAI's (llama.cpp server, vLLM, a gateway), or another lb (Ollama's API). */
+export type RemoteKind = 'ollama' | 'openai' | 'lb'
+export const REMOTE_KINDS: readonly RemoteKind[] = ['ollama', 'openai', 'lb']
+
+/** One [[generation.servers]] entry: a model server requests may be sent to. */
+export interface RemoteServerConf {
+  /** Unique; names the server in logs and errors. Required. */
+  readonly name: string
+  /** Required: "ollama", "openai" or "lb". */
+  readonly kind: RemoteKind
+  /** Base URL, http or https, without a trailing slash (an openai-kind URL's trailing "/v1" is dropped). Required. */
+  readonly url: string
+  /** Sent as "Authorization: Bearer ..." to the server ("${NAME}" takes it from the environment); never logged. Default: "" (none). */
+  readonly apiKey: string
+  /** How often the server's models (/api/tags or /v1/models) and loaded models (/api/ps) are read again, in ms. Default: "10s". */
+  readonly refreshMs: number
+}
+
 export interface GenerationConf {
   /** Run the generation service. Optional / Default: true. */
   readonly enabled: boolean
@@ -52,4 +70,10 @@ export interface GenerationConf {
   readonly restartDelayMaxMs: number
   /** [generation.models]: "name:tag" = "path/to/file.gguf" (absolute after checking). */
   readonly models: Readonly<Record<string, string>>
+  /** [[generation.servers]]: remote model servers, in the order given. Default: none. */
+  readonly servers: readonly RemoteServerConf[]
+  /** [generation.aliases]: a requested canonical name -> the canonical name served ("gpt-4o-mini" -> "qwen2.5:7b:latest"). */
+  readonly aliases: Readonly<Record<string, string>>
+  /** [generation.fallbacks]: a canonical name -> names tried in order when no server could start it (before the first byte). */
+  readonly fallbacks: Readonly<Record<string, readonly string[]>>
 }

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs'
 import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
 import type { GenerationConf } from '../config/generation.js'
 import { parseModelName } from './models/names.js'
+import { checkRemote } from './remote/config.js'
 
 // the shape lives in the config layer (core/config/generation.ts), which the loader may import
 export type { GenerationConf } from '../config/generation.js'
@@ -17,6 +18,7 @@ const KEYS = [
   'enabled', 'socket', 'listen', 'workers', 'threads', 'parallel', 'contexts', 'max_queue', 'request_timeout',
   'keep_alive', 'num_ctx', 'max_loaded', 'models_dir', 'ollama_models', 'builtin_model', 'restart_delay',
   'restart_delay_max', 'stream_batch', 'cancel_grace', 'max_prompt_bytes', 'max_prompt_tokens', 'max_num_predict', 'models',
+  'servers', 'aliases', 'fallbacks',
 ] as const
 
 const LISTEN = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
@@ -77,6 +79,7 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
 
   const restartDelayMs = c.duration(t, 'restart_delay', path, 100, 1)
   const streamBatchMs = t.stream_batch === '0' ? 0 : c.duration(t, 'stream_batch', path, 50)
+  const remote = checkRemote(c, t, path)
   return {
     enabled: c.bool(t, 'enabled', path, true),
     socket: abs(socket),
@@ -101,5 +104,8 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
     restartDelayMaxMs: Math.max(restartDelayMs, c.duration(t, 'restart_delay_max', path, 10_000, 1)),
     streamBatchMs,
     models,
+    servers: remote.servers,
+    aliases: remote.aliases,
+    fallbacks: remote.fallbacks,
   }
 }

@@ -14,6 +14,7 @@ import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
+import { RemoteRegistry } from './remote/registry.js'
 import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
 import { Supervisor } from './local/supervisor.js'
@@ -63,7 +64,8 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     }
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
-  const env: GenEnv = { conf, catalog, scheduler, log: glog, requests: emptyRequests() }
+  const remote = new RemoteRegistry(conf, glog)
+  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests() }
   const handler = createHandler(env)
   const unix = new OwnedSocket(conf.socket, handler, glog)
   const servers: Server[] = []
@@ -80,6 +82,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
 
   const close = async (): Promise<void> => {
     unix.stopAccepting()
+    remote.close()
     for (const s of servers) s.close()
     scheduler.close('the generation service is shutting down')
     await supervisor.close()
@@ -104,6 +107,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
       if (tcpAddress !== null) glog.info('listening', { surface: 'generation', address: formatHostPort(host, tcpAddress.port) })
     }
     supervisor.start()
+    remote.start()
   } catch (e) {
     await close()
     throw e

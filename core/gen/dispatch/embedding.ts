@@ -1,12 +1,17 @@
 // Embeddings, whichever client API asked (/api/embed, /api/embeddings,
-// /v1/embeddings): the same limits, model lookup, scheduler and request life
-// as generation (dispatch/generation.ts); the runner computes one vector per
-// text (local/runner/embed.ts), this scales and cuts them as asked.
+// /v1/embeddings): the same limits, model lookup (an alias, a local model,
+// else the remote servers that list it), scheduler and request life as
+// generation (dispatch/generation.ts); the runner or the remote server
+// computes one vector per text (local/runner/embed.ts, remote/embed-client.ts),
+// this scales and cuts them as asked.
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { JobSpec } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
 import { contextLength } from '../models/gguf.js'
+import { embedCall } from '../remote/embed-client.js'
+import { runRemote } from '../remote/run.js'
+import type { GenOutcome } from '../stats.js'
 import { effectiveOptions, type GenEnv, modelNotFound, numCtxOf, overPromptBytes, runJob } from './generation.js'
 import { type ApiError, type EmbedRequest, isApiError } from './request.js'
 
@@ -35,35 +40,46 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
   for (const t of r.inputs) bytes += Buffer.byteLength(t)
   const over = overPromptBytes(env.conf, bytes)
   if (over !== null) return refuse(over)
-  const e = await env.catalog.lookup(r.model)
-  if (e === null) return refuse(modelNotFound(r.displayModel))
+  const failWith = (status: number, message: string): void => writer.fail({ status, message })
+  const finish = (vectors: number[][], promptTokens: number, loadNs: number, totalNs: number): void => {
+    const dims = vectors[0]?.length ?? 0
+    if (r.dimensions > dims) {
+      failWith(400, `invalid value for "dimensions": model ${r.displayModel} makes vectors of ${dims} dimensions, ${r.dimensions} were asked`)
+      return
+    }
+    if (r.dimensions > 0) vectors = vectors.map((v) => v.slice(0, r.dimensions))
+    if (r.normalize) vectors = vectors.map(normalize)
+    writer.done(vectors, promptTokens, loadNs, totalNs)
+  }
+  const name = env.remote.resolve(r.model)
+  const e = await env.catalog.lookup(name)
+  if (e === null) await env.remote.ready()
+  if (e === null && !env.remote.knows(name)) return refuse(modelNotFound(r.displayModel))
   if (r.inputs.length === 0) {
     writer.done([], 0, 0, 0)
     return 200
   }
+  if (e === null) {
+    const count = (o: GenOutcome): void => { env.requests.embed[o]++ }
+    const out = await runRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, [name], (x) => writer.fail(x),
+      (s, served, life) => embedCall(s, served, r, life.signal, (got) => {
+        life.end(r.dimensions > (got.vectors[0]?.length ?? 0) ? 'client_error' : 'ok')
+        finish(got.vectors, got.promptTokens, 0, Number(process.hrtime.bigint() - life.started))
+      }))
+    return out.served ? 0 : refuse(out.error ?? modelNotFound(r.displayModel))
+  }
   const info = await env.catalog.info(e).catch(() => null)
   const o = effectiveOptions(e, r.numCtx === null ? {} : { numCtx: r.numCtx })
   const spec: JobSpec = {
-    kind: 'embed', model: r.model, modelPath: e.path, numCtx: numCtxOf(env.conf, o.numCtx, info === null ? 0 : contextLength(info)),
+    kind: 'embed', model: e.name, modelPath: e.path, numCtx: numCtxOf(env.conf, o.numCtx, info === null ? 0 : contextLength(info)),
     stream: false, prompt: '', system: null, raw: true, context: null, messages: null, format: null, formatOptional: false,
     sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0, repeatPenalty: 1, repeatLastN: 0, presencePenalty: 0, frequencyPenalty: 0 },
     numPredict: 0, stop: [], returnContext: false, truncate: r.truncate, inputs: r.inputs,
   }
   const started = process.hrtime.bigint()
-  const failWith = (status: number, message: string): void => writer.fail({ status, message })
   const sink: JobSink = {
     pieces: () => undefined,
-    done (result) {
-      let vectors = result.embeddings ?? []
-      const dims = vectors[0]?.length ?? 0
-      if (r.dimensions > dims) {
-        failWith(400, `invalid value for "dimensions": model ${r.displayModel} makes vectors of ${dims} dimensions, ${r.dimensions} were asked`)
-        return
-      }
-      if (r.dimensions > 0) vectors = vectors.map((v) => v.slice(0, r.dimensions))
-      if (r.normalize) vectors = vectors.map(normalize)
-      writer.done(vectors, result.promptTokens, result.loadNs, Number(process.hrtime.bigint() - started))
-    },
+    done: (result) => finish(result.embeddings ?? [], result.promptTokens, result.loadNs, Number(process.hrtime.bigint() - started)),
     fail: failWith,
   }
   return runJob(env, req, res, spec, r.keepAliveMs ?? env.conf.keepAliveMs, e.size, 'embed', sink, (x) => writer.fail(x))

@@ -1,9 +1,12 @@
 // Where a request for model M goes, whichever client API asked: the one code
 // path of /api/generate, /api/chat, /v1/completions and /v1/chat/completions.
-// It applies the limits both APIs share, finds the model (today only among
-// the local models: the catalog), turns the request into a job for the local
-// scheduler, and owns the request's life: time-out, client gone, runner
-// failure. What the client sees is written by the API's ReplyWriter.
+// It applies the limits both APIs share, resolves an alias, and finds the
+// model: a local one (the catalog) is served here, as a job for the local
+// scheduler whose life (time-out, client gone, runner failure) this file
+// owns; otherwise the remote servers that list M, then M's fallbacks
+// (remote/run.ts), and a fallback that is local is served here again. What the
+// client sees is written by the API's ReplyWriter, from the same events
+// whether the reply came from the local runner or a remote server.
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ERRORS, formatError } from '../../errors.js'
@@ -14,6 +17,8 @@ import type { JobSink, Scheduler } from '../local/scheduler.js'
 import type { ModelCatalog, ModelEntry } from '../models/catalog.js'
 import { contextLength } from '../models/gguf.js'
 import { parseOptions } from '../ollama/request.js'
+import type { RemoteRegistry } from '../remote/registry.js'
+import { generateRemote } from '../remote/run.js'
 import { outcomeOf, type GenOutcome, type GenStats } from '../stats.js'
 import { type ApiError, type GenRequest, isApiError, type RequestOptions } from './request.js'
 
@@ -24,6 +29,8 @@ export interface GenEnv {
   conf: GenerationConf
   catalog: ModelCatalog
   scheduler: Scheduler
+  /** The remote model servers, aliases and fallbacks (no servers: aliases still apply to local models). */
+  remote: RemoteRegistry
   log: Logger
   requests: GenStats['requests']
 }
@@ -175,8 +182,23 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
   if (isApiError(r)) return refuse(writer, r)
   const over = overLimit(env.conf, r)
   if (over !== null) return refuse(writer, over)
-  const e = r.model === '' ? null : await env.catalog.lookup(r.model)
-  if (e === null) return refuse(writer, modelNotFound(r.displayModel))
+  if (r.model === '') return refuse(writer, modelNotFound(r.displayModel))
+  // the model and its fallbacks: local ones are served here, remote ones by remote/run.ts, in this order
+  const names = env.remote.chain(r.model)
+  let local: ModelEntry | null = null
+  let firstLocal = names.length
+  for (let i = 0; i < names.length && local === null; i++) {
+    local = await env.catalog.lookup(names[i]!)
+    if (local !== null) firstLocal = i
+  }
+  if (firstLocal > 0) {
+    const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++ }
+    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), writer)
+    if (out.served) return 0
+    if (local === null) return refuse(writer, out.error ?? modelNotFound(r.displayModel))
+  }
+  const e = local!
+  r.model = e.name
   const keepAliveMs = r.keepAliveMs ?? env.conf.keepAliveMs
   if (r.loadOnly && keepAliveMs === 0) {
     env.scheduler.unload(r.model)

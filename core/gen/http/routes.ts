@@ -19,6 +19,7 @@ import { openaiEmbedWriter, parseEmbeddings } from '../openai/embeddings.js'
 import { modelList, modelObject } from '../openai/models.js'
 import { OpenAiWriter } from '../openai/reply.js'
 import { parseChatCompletion, parseCompletion } from '../openai/request.js'
+import { openaiEntry, remoteOpenAiModels, remotePs, remoteShow, remoteTags } from '../remote/listing.js'
 import { outcomeOf, type GenEndpoint, type GenOutcome } from '../stats.js'
 import { sendError, sendJson, sendText } from './respond.js'
 
@@ -52,18 +53,47 @@ async function showHandler (env: GenEnv, _q: IncomingMessage, res: ServerRespons
   const raw = typeof b.model === 'string' ? b.model : typeof b.name === 'string' ? b.name : ''
   if (raw === '') return fail(res, 'ollama', { status: 400, message: 'model is required' })
   const name = parseModelName(raw)
-  const e = name === null ? null : await env.catalog.lookup(name)
-  if (e === null) return fail(res, 'ollama', modelNotFound(raw))
-  return json(res, 200, await show(env.catalog, e))
+  const served = name === null ? null : env.remote.resolve(name)
+  const e = served === null ? null : await env.catalog.lookup(served)
+  if (e !== null) return json(res, 200, await show(env.catalog, e))
+  await env.remote.ready()
+  const r = served === null ? null : env.remote.find(served)
+  if (r === null) return fail(res, 'ollama', modelNotFound(raw))
+  return json(res, 200, await remoteShow(r.server, r.model))
 }
 
 async function retrieveModel (env: GenEnv, _q: IncomingMessage, res: ServerResponse, _b: unknown, id: string): Promise<number> {
   let raw: string
   try { raw = decodeURIComponent(id) } catch { raw = id }
   const name = parseModelName(raw)
-  const e = name === null ? null : await env.catalog.lookup(name)
-  if (e === null) return fail(res, 'openai', { ...modelNotFound(raw), message: `The model '${raw}' does not exist` })
-  return json(res, 200, modelObject(e))
+  const served = name === null ? null : env.remote.resolve(name)
+  const e = served === null ? null : await env.catalog.lookup(served)
+  if (e !== null) return json(res, 200, modelObject(e))
+  await env.remote.ready()
+  const r = served === null ? null : env.remote.find(served)
+  if (r === null) return fail(res, 'openai', { ...modelNotFound(raw), message: `The model '${raw}' does not exist` })
+  return json(res, 200, openaiEntry(r.server, r.model, raw))
+}
+
+/** The canonical names of the local models, listed before the remote ones. */
+const localNames = (list: ReadonlyArray<{ name?: unknown, id?: unknown }>): Set<string> =>
+  new Set(list.map((m) => parseModelName(String(m.name ?? m.id))).filter((n): n is string => n !== null))
+
+async function tagsHandler (env: GenEnv, _q: IncomingMessage, res: ServerResponse): Promise<number> {
+  const local = await tags(env.catalog) as { models: Array<{ name: string }> }
+  await env.remote.ready()
+  return json(res, 200, { models: [...local.models, ...remoteTags(env.remote, localNames(local.models))] })
+}
+
+async function psHandler (env: GenEnv, _q: IncomingMessage, res: ServerResponse): Promise<number> {
+  const local = await ps(env.catalog, env.scheduler.loaded()) as { models: Array<{ name: string }> }
+  return json(res, 200, { models: [...local.models, ...remotePs(env.remote, localNames(local.models))] })
+}
+
+async function modelsHandler (env: GenEnv, _q: IncomingMessage, res: ServerResponse): Promise<number> {
+  const local = modelList(await env.catalog.list()) as { object: string, data: Array<{ id: string }> }
+  await env.remote.ready()
+  return json(res, 200, { object: 'list', data: [...local.data, ...remoteOpenAiModels(env.remote, localNames(local.data))] })
 }
 
 const route = (method: Route['method'], path: string, endpoint: GenEndpoint, handler: Handler, prefix = false): Route =>
@@ -74,8 +104,8 @@ export const ROUTES: readonly Route[] = [
   route('GET', '/health', 'other', text('ok')),
   route('GET', '/api/health', 'other', text('ok')),
   route('GET', '/api/version', 'version', async (_e, _q, res) => json(res, 200, { version: OLLAMA_VERSION })),
-  route('GET', '/api/tags', 'tags', async (env, _q, res) => json(res, 200, await tags(env.catalog))),
-  route('GET', '/api/ps', 'ps', async (env, _q, res) => json(res, 200, await ps(env.catalog, env.scheduler.loaded()))),
+  route('GET', '/api/tags', 'tags', tagsHandler),
+  route('GET', '/api/ps', 'ps', psHandler),
   route('POST', '/api/show', 'show', showHandler),
   route('POST', '/api/generate', 'generate', (env, q, res, b) => {
     const r = parseGenerate(b)
@@ -90,7 +120,7 @@ export const ROUTES: readonly Route[] = [
     return embedding(env, q, res, r, ollamaEmbedWriter(res, isApiError(r) ? '' : r.displayModel, false))
   }),
   route('POST', '/api/embeddings', 'embed', (env, q, res, b) => embedding(env, q, res, parseEmbed(b, true), ollamaEmbedWriter(res, '', true))),
-  route('GET', '/v1/models', 'tags', async (env, _q, res) => json(res, 200, modelList(await env.catalog.list()))),
+  route('GET', '/v1/models', 'tags', modelsHandler),
   route('GET', '/v1/models/', 'show', retrieveModel, true),
   route('POST', '/v1/chat/completions', 'chat', (env, q, res, b) => {
     const r = parseChatCompletion(b)

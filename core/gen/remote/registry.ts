@@ -1,0 +1,127 @@
+// The remote model servers of [[generation.servers]], their models, and the
+// choice of a server for a request: among the servers that are up and list
+// the model, one where it is loaded, then the one with the fewest requests in
+// flight for it; equals take turns. Aliases map a requested name to the
+// served one; fallbacks are the names tried next when no server could start
+// the reply (dispatch/generation.ts decides local vs remote, remote/run.ts
+// tries the chain).
+
+import type { GenerationConf } from '../../config/generation.js'
+import type { Logger } from '../../log.js'
+import { type RemoteModel, RemoteServer } from './server.js'
+
+/** How often a server never reached yet is asked again: ms. */
+const FIRST_RETRY_MS = 1_000
+
+export class RemoteRegistry {
+  readonly servers: readonly RemoteServer[]
+  private readonly aliases: Readonly<Record<string, string>>
+  private readonly fallbacks: Readonly<Record<string, readonly string[]>>
+  private readonly timers: NodeJS.Timeout[] = []
+  private first: Promise<void> | null = null
+  /** Rotates the start of the search among equals, so that equal servers share the requests. */
+  private turn = 0
+
+  constructor (conf: GenerationConf, log: Logger) {
+    this.servers = conf.servers.map((s) => new RemoteServer(s, log))
+    this.aliases = conf.aliases
+    this.fallbacks = conf.fallbacks
+  }
+
+  /**
+   * Reads every server's models now, then every `refresh`; a server never reached yet (lb starting beside
+   * it) is asked again every second until it answers, so that it does not wait a whole period to be used.
+   */
+  start (): void {
+    this.first = Promise.all(this.servers.map((s) => s.refresh())).then(() => undefined)
+    for (const s of this.servers) {
+      const t = setInterval(() => { void s.refresh() }, s.conf.refreshMs)
+      t.unref()
+      this.timers.push(t)
+      if (s.conf.refreshMs <= FIRST_RETRY_MS) continue
+      const first = setInterval(() => {
+        if (s.reached) clearInterval(first)
+        else void s.refresh()
+      }, FIRST_RETRY_MS)
+      first.unref()
+      this.timers.push(first)
+    }
+  }
+
+  /** Resolves once every server was asked once (so that the first requests after a start see the servers' models). */
+  ready (): Promise<void> { return this.first ?? Promise.resolve() }
+
+  close (): void {
+    for (const t of this.timers) clearInterval(t)
+    this.timers.length = 0
+  }
+
+  /** The name served for a requested one (an alias' target, else the name itself). */
+  resolve (model: string): string {
+    return Object.hasOwn(this.aliases, model) ? this.aliases[model]! : model
+  }
+
+  /** The requested model and its fallbacks, in the order they are tried (each alias resolved, none twice). */
+  chain (model: string): string[] {
+    const first = this.resolve(model)
+    const out = [first]
+    const more = Object.hasOwn(this.fallbacks, first) ? this.fallbacks[first]! : Object.hasOwn(this.fallbacks, model) ? this.fallbacks[model]! : []
+    for (const f of more) {
+      const n = this.resolve(f)
+      if (!out.includes(n)) out.push(n)
+    }
+    return out
+  }
+
+  /** Some server lists the model (up or not). */
+  knows (model: string): boolean {
+    return this.servers.some((s) => s.models.has(model))
+  }
+
+  /** The server to ask for `model` next, not one of `tried`; null when no server that is up lists it. */
+  pick (model: string, tried: ReadonlySet<RemoteServer>): RemoteServer | null {
+    const n = this.servers.length
+    let best: RemoteServer | null = null
+    let bestLoaded = false
+    let bestLoad = Infinity
+    const start = this.turn++ % Math.max(1, n)
+    for (let k = 0; k < n; k++) {
+      const s = this.servers[(start + k) % n]!
+      if (!s.up || tried.has(s) || !s.models.has(model)) continue
+      const loaded = s.isLoaded(model)
+      const load = s.requests(model)
+      if (best === null || (loaded && !bestLoaded) || (loaded === bestLoaded && load < bestLoad)) {
+        best = s
+        bestLoaded = loaded
+        bestLoad = load
+      }
+    }
+    return best
+  }
+
+  /** A server listing `model` (the first up one, else any), for /api/show and /v1/models/{id}. */
+  find (model: string): { server: RemoteServer, model: RemoteModel } | null {
+    let found: { server: RemoteServer, model: RemoteModel } | null = null
+    for (const s of this.servers) {
+      const m = s.models.get(model)
+      if (m === undefined) continue
+      if (s.up) return { server: s, model: m }
+      found ??= { server: s, model: m }
+    }
+    return found
+  }
+
+  /** Every model the servers list, once each (the first server's entry), by canonical name. */
+  models (): Map<string, { server: RemoteServer, model: RemoteModel }> {
+    const out = new Map<string, { server: RemoteServer, model: RemoteModel }>()
+    for (const s of this.servers) {
+      for (const [name, m] of s.models) if (!out.has(name)) out.set(name, { server: s, model: m })
+    }
+    return out
+  }
+
+  /** The aliases whose target some server lists: alias -> target. */
+  servedAliases (): Array<[string, string]> {
+    return Object.entries(this.aliases).filter(([, to]) => this.knows(to))
+  }
+}

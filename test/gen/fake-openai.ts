@@ -1,0 +1,124 @@
+// A small OpenAI-shaped model server for the remote tests, written with
+// node:http so that its replies can be chosen, misbehaviour included: a
+// normal stream with usage, an error status, a socket destroyed mid-stream,
+// an error event mid-stream (both after a first chunk, when the test says),
+// a stream that stops after its first chunk and waits (to see lb close it);
+// embeddings are [3, 4] (length 5, to see them normalised). It records every request body it is sent.
+
+import { EventEmitter } from 'node:events'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { TestContext } from 'node:test'
+
+export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood'
+
+export interface FakeOpenAi {
+  url: string
+  /** Bodies of the generation requests, in order. */
+  bodies: any[]
+  /** The Authorization header of every request ('' when none), listings included. */
+  auth: string[]
+  /** The reply of the next requests. */
+  mode: Mode
+  /** The words streamed, one chunk each (usage.completion_tokens is their number unless `usage` is set). */
+  words: string[]
+  /**
+   * Emits 'closed' when the connection of a request in 'hang' or 'flood' mode closes; 'die' and 'error-event'
+   * fail on 'go'; 'flood' writes 64 KiB chunks as fast as they are taken (counted in `sent`) until
+   * FLOOD_LIMIT bytes went out ('never-blocked').
+   */
+  events: EventEmitter
+  /** Bytes a 'flood' reply has written so far. */
+  sent: number
+}
+
+/** What a 'flood' reply writes at most, bytes: far more than the socket buffers between it and a client that stopped reading. */
+export const FLOOD_LIMIT = 128 << 20
+
+const chunk = (model: string, chat: boolean, text: string | null, finish: string | null, usage?: unknown): string => {
+  const choice = chat ? { index: 0, delta: text === null ? {} : { content: text }, finish_reason: finish } : { index: 0, text: text ?? '', finish_reason: finish }
+  const o: Record<string, unknown> = { id: 'x', object: chat ? 'chat.completion.chunk' : 'text_completion', created: 1, model, choices: usage === undefined ? [choice] : [] }
+  if (usage !== undefined) o.usage = usage
+  return `data: ${JSON.stringify(o)}\n\n`
+}
+
+/** Starts the server on a free loopback port, listing `models`; stopped in t.after. */
+export async function startFakeOpenAi (t: TestContext, models: string[]): Promise<FakeOpenAi> {
+  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter(), sent: 0 }
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = []
+    fake.auth.push(req.headers.authorization ?? '')
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake' })) }))
+        return
+      }
+      if (req.method === 'POST' && req.url === '/v1/embeddings') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+        fake.bodies.push(body)
+        res.writeHead(200, { 'content-type': 'application/json' })
+        const data = (body.input as string[]).map((_s, index) => ({ object: 'embedding', embedding: [3, 4], index }))
+        res.end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 5, total_tokens: 5 } }))
+        return
+      }
+      const chat = req.url === '/v1/chat/completions'
+      if (req.method !== 'POST' || (!chat && req.url !== '/v1/completions')) {
+        res.writeHead(404).end()
+        return
+      }
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      fake.bodies.push(body)
+      const model = String(body.model)
+      if (fake.mode === 'fail500' || fake.mode === 'fail400') {
+        const status = fake.mode === 'fail500' ? 500 : 400
+        res.writeHead(status, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ error: { message: `fake says ${status}`, type: 'x', param: status === 400 ? 'temperature' : null, code: null } }))
+        return
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      if (fake.mode === 'flood') {
+        res.on('close', () => fake.events.emit('closed'))
+        const piece = chunk(model, chat, 'x'.repeat(64 << 10), null)
+        const more = (): void => {
+          while (fake.sent < FLOOD_LIMIT) {
+            fake.sent += piece.length
+            if (!res.write(piece)) {
+              res.once('drain', more)
+              return
+            }
+          }
+          fake.events.emit('never-blocked', fake.sent)
+        }
+        more()
+        return
+      }
+      if (fake.mode === 'hang') {
+        res.write(chunk(model, chat, fake.words[0]!, null))
+        res.on('close', () => fake.events.emit('closed'))
+        return
+      }
+      res.write(chunk(model, chat, fake.words[0]!, null))
+      // after the first chunk, the test says when to fail (once that chunk reached its client)
+      if (fake.mode === 'die') {
+        // the server dies mid-reply: the connection goes, no end
+        fake.events.once('go', () => res.socket?.destroy())
+        return
+      }
+      if (fake.mode === 'error-event') {
+        fake.events.once('go', () => res.end(`data: ${JSON.stringify({ error: { message: 'fake broke mid-stream', type: 'server_error' } })}\n\n`))
+        return
+      }
+      let out = ''
+      for (const w of fake.words.slice(1)) out += chunk(model, chat, w, null)
+      out += chunk(model, chat, null, 'stop')
+      if (body.stream_options?.include_usage === true && fake.mode !== 'no-usage') out += chunk(model, chat, null, null, { prompt_tokens: 7, completion_tokens: fake.words.length, total_tokens: 7 + fake.words.length })
+      res.end(out + 'data: [DONE]\n\n')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return fake
+}
