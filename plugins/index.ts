@@ -34,10 +34,11 @@ import forwardAuth from './forward-auth.js'
 import retry from './retry.js'
 import inFlightReq from './in-flight-req.js'
 import circuitBreaker from './circuit-breaker.js'
+import grpcWeb from './grpc-web.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
   stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex, retry, inFlightReq,
-  circuitBreaker] as PluginDef[]
+  circuitBreaker, grpcWeb] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

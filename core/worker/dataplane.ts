@@ -37,7 +37,7 @@ import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
 import { GroupRuntime, leafTarget } from './proxy/service-group.js'
 import { h2Pool } from '../upstream/h2-pool.js'
-import { grpcCode, grpcHeaders, isGrpc } from './proxy/grpc-status.js'
+import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -311,9 +311,10 @@ export class DataPlane implements ExchangeHost {
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
     ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
-    if (status >= 400 && isGrpc(ctx)) {
+    if (status >= 400 && (isGrpc(ctx) || isGrpcWeb(ctx))) {
       ctx.grpcStatus = grpcCode(status) // but the request counters count a gRPC call by the grpc-status it got
-      headers = grpcHeaders(status, body, headers)
+      // a gRPC-Web client gets its own content-type and, from the route's grpcWeb middleware, its CORS headers
+      headers = isGrpc(ctx) ? grpcHeaders(status, body, headers) : grpcHeaders(status, body, ctx.responseHeaders === null ? headers : [...headers, ...ctx.responseHeaders], ctx.header('content-type').split(';')[0]!)
       status = 200
       body = ''
     } else if (status >= 400 && this.#genRouters.size > 0) {

@@ -54,6 +54,8 @@ export class Ctx {
   status = 0
   /** the error code of an answer lb made itself (DataPlane.error), '' otherwise: circuitBreaker tells network errors by it */
   errorCode = ''
+  /** set by the grpcWeb middleware: 0 none, 1 binary, 2 base64 text (core/worker/proxy/grpc-web.ts) */
+  grpcWeb = 0
   /** the grpc-status a gRPC client got (h2-proxy.ts from the server, or lb's own answer); -1 = none seen: the request counters (/metrics) */
   grpcStatus = -1
   bytesIn = 0
