@@ -12,6 +12,7 @@ import type { GenerationConf } from './config.js'
 import { ModelCatalog } from './models/catalog.js'
 import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
+import { Budget } from './budget/budget.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { RemoteRegistry } from './remote/registry.js'
@@ -65,9 +66,8 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog)
-  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests() }
-  const handler = createHandler(env)
-  const unix = new OwnedSocket(conf.socket, handler, glog)
+  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys) }
+  const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
     requests: env.requests,
@@ -76,6 +76,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     queueDepth: scheduler.queueDepth,
     inFlight: scheduler.inFlight,
     runnerRestarts: supervisor.restarts,
+    consumers: env.budget.usage.byLabel,
   })
   let tcpAddress: GenerationService['tcpAddress'] = null
   let closed: Promise<void> | null = null
@@ -98,7 +99,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     if (conf.listen !== '') {
       const i = conf.listen.lastIndexOf(':')
       const host = conf.listen.slice(0, i).replace(/^\[|\]$/g, '')
-      const tcp = createServer(handler)
+      const tcp = createServer(createHandler(env, false))
       servers.push(tcp)
       await listenTcp(tcp, host, Number(conf.listen.slice(i + 1)))
       const a = tcp.address()
