@@ -13,27 +13,11 @@ import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
 import { type Lb, request, startLb } from '../helpers.js'
-import { STORIES } from './helpers.js'
+import { gatewayConfig, roomInMinute, STORIES } from './helpers.js'
 
 const KEY = 'lb-team-key-0123456789abcdefghij'
 
-const config = `
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[entrypoints.auth]
-address = "127.0.0.1:0"
-[dashboard]
-address = "127.0.0.1:0"
-insecure = true
-metrics = true
-
-[generation]
-socket = "{{DIR}}/gen.sock"
-listen = "127.0.0.1:0"
-ollama_models = "off"
-builtin_model = false
-[generation.models]
-stories = "${STORIES}"
+const config = gatewayConfig({ stories: STORIES }, `
 [generation.auth]
 required = false
 rpm = 1
@@ -41,10 +25,8 @@ rpm = 1
 consumer = "team"
 hash = "${tokenHash(KEY)}"
 
-[routers.gen]
-rule = "PathPrefix(\`/\`)"
-entrypoints = ["web"]
-service = "gen"
+[entrypoints.auth]
+address = "127.0.0.1:0"
 [routers.gen-auth]
 rule = "PathPrefix(\`/\`)"
 entrypoints = ["auth"]
@@ -53,18 +35,10 @@ middlewares = ["users"]
 [middlewares.users]
 type = "basicAuth"
 users = ["ann:${bcrypt.hashSync('pw-ann', 4)}", "bob:${bcrypt.hashSync('pw-bob', 4)}"]
-[services.gen]
-kind = "generate"
-`
+`, 'listen = "127.0.0.1:0"')
 
 const BODY = '{"model":"stories","prompt":"Hi","stream":false,"options":{"num_predict":1}}'
 const basic = (user: string): string => 'Basic ' + Buffer.from(`${user}:pw-${user}`).toString('base64')
-
-/** Waits for the next UTC minute when this one ends within 20 s: [generation.auth] rpm counts per UTC minute. */
-async function roomInMinute (): Promise<void> {
-  const left = 60_000 - Date.now() % 60_000
-  if (left < 20_000) await new Promise((resolve) => setTimeout(resolve, left + 50))
-}
 
 describe('consumers without a key (required = false)', () => {
   let lb: Lb
@@ -72,7 +46,7 @@ describe('consumers without a key (required = false)', () => {
   before(async () => {
     lb = await startLb(config)
     authUrl = `http://127.0.0.1:${await lb.portOf('auth')}`
-    await roomInMinute()
+    await roomInMinute() // the four tests count in one window
   })
   after(() => lb.stop())
 

@@ -19,7 +19,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { llamaGgufBytes } from '../../core/gen/models/llama-gguf.js'
 import { type Lb, request, startLb, tempDir, waitFor } from '../helpers.js'
-import { STORIES } from './helpers.js'
+import { gatewayConfig, STORIES, withinOneMinute } from './helpers.js'
 
 const KEY = {
   rpm: 'lb-rpm-key-0123456789abcdefghij',
@@ -36,21 +36,7 @@ function writeEndless (): string {
   return file
 }
 
-const config = (endless: string): string => `
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[dashboard]
-address = "127.0.0.1:0"
-insecure = true
-metrics = true
-
-[generation]
-socket = "{{DIR}}/gen.sock"
-ollama_models = "off"
-builtin_model = false
-[generation.models]
-stories = "${STORIES}"
-endless = "${endless}"
+const config = (endless: string): string => gatewayConfig({ stories: STORIES, endless }, `
 [[generation.keys]]
 consumer = "rpm3"
 hash = "${tokenHash(KEY.rpm)}"
@@ -67,25 +53,7 @@ max_in_flight = 1
 consumer = "shared"
 hash = "${tokenHash(KEY.shared)}"
 rpm = ${SHARED_RPM}
-
-[routers.gen]
-rule = "PathPrefix(\`/\`)"
-entrypoints = ["web"]
-service = "gen"
-[services.gen]
-kind = "generate"
-`
-
-const minute = (): number => Math.floor(Date.now() / 60_000)
-
-/** Runs `f` within one UTC minute (the budgets' window), first waiting for the next one if this one ends within 20 s. */
-async function withinOneMinute (f: () => Promise<void>): Promise<void> {
-  const left = 60_000 - Date.now() % 60_000
-  if (left < 20_000) await new Promise((resolve) => setTimeout(resolve, left + 50))
-  const m = minute()
-  await f()
-  assert.equal(minute(), m, 'the test ran within one UTC minute')
-}
+`)
 
 const openai = (lb: Lb, key: string): OpenAI => new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: key, maxRetries: 0 })
 const ollama = (lb: Lb, key: string): Ollama => new Ollama({ host: lb.url, headers: { Authorization: `Bearer ${key}` } })

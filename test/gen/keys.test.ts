@@ -14,27 +14,13 @@ import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
 import { CLI, type Lb, request, startLb, tempDir } from '../helpers.js'
-import { RANDOM, STORIES } from './helpers.js'
+import { gatewayConfig, RANDOM, STORIES } from './helpers.js'
 
 const FULL = 'lb-full-0123456789abcdefghijkl'
 const STORIES_ONLY = 'lb-stories-0123456789abcdefghij'
 const KEYS = [FULL, STORIES_ONLY]
 
-const config = `
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[dashboard]
-address = "127.0.0.1:0"
-insecure = true
-metrics = true
-
-[generation]
-socket = "{{DIR}}/gen.sock"
-ollama_models = "off"
-builtin_model = false
-[generation.models]
-stories = "${STORIES}"
-random = "${RANDOM}"
+const config = gatewayConfig({ stories: STORIES, random: RANDOM }, `
 [[generation.keys]]
 consumer = "full"
 hash = "${tokenHash(FULL)}"
@@ -42,14 +28,7 @@ hash = "${tokenHash(FULL)}"
 consumer = "stories-only"
 hash = ["${tokenHash('lb-retired-key-0123456789abcdef')}", "${tokenHash(STORIES_ONLY)}"]
 models = ["stor*"]
-
-[routers.gen]
-rule = "PathPrefix(\`/\`)"
-entrypoints = ["web"]
-service = "gen"
-[services.gen]
-kind = "generate"
-`
+`)
 
 /** The client with `key`, or sending no Authorization at all ('': the client insists on a key, so it is removed). */
 const openai = (lb: Lb, key: string): OpenAI =>
