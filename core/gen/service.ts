@@ -13,6 +13,7 @@ import { ModelCatalog } from './models/catalog.js'
 import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
 import { Budget } from './budget/budget.js'
+import type { BudgetCluster } from './budget/exchange.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { RemoteRegistry } from './remote/registry.js'
@@ -43,8 +44,11 @@ function listenTcp (server: Server, host: string, port: number): Promise<void> {
   })
 }
 
-/** Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled. */
-export async function startGeneration (conf: GenerationConf, log: Logger): Promise<GenerationService> {
+/**
+ * Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled.
+ * `cluster`: in cluster mode, the keys' budgets are exchanged with the other nodes (budget/exchange.ts).
+ */
+export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null): Promise<GenerationService> {
   const glog = log.child({ component: 'generation' })
   const builtin = conf.builtinModel ? await ensureTinyModel(join(dirname(conf.socket), 'lb-tiny.gguf')) : null
   const catalog = new ModelCatalog(conf, builtin, glog)
@@ -67,6 +71,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog)
   const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys) }
+  const exchange = cluster === null ? null : env.budget.exchange(cluster, glog)
   const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
@@ -82,6 +87,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   let closed: Promise<void> | null = null
 
   const close = async (): Promise<void> => {
+    exchange?.stop()
     unix.stopAccepting()
     remote.close()
     for (const s of servers) s.close()
@@ -109,6 +115,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     }
     supervisor.start()
     remote.start()
+    exchange?.start()
   } catch (e) {
     await close()
     throw e

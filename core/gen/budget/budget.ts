@@ -10,11 +10,13 @@
 
 import type { IncomingMessage } from 'node:http'
 import type { GenAuthConf, GenKeyConf } from '../../config/generation.js'
+import type { Logger } from '../../log.js'
 import type { ApiError } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
 import { OTHER } from './conf.js'
 import { type Consumer, Consumers } from './consumer.js'
+import { type BudgetCluster, BudgetExchange } from './exchange.js'
 import { Ledger, type Refusal, type Ticket } from './ledger.js'
 import { UsageStats } from './usage.js'
 
@@ -39,13 +41,19 @@ export interface MeteredSink extends JobSink {
 export class Budget {
   readonly #consumers: Consumers
   readonly #ledger: Ledger
+  readonly #keyed: readonly string[]
   readonly usage: UsageStats
 
   constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], clock: () => number = Date.now) {
     this.#consumers = new Consumers(auth, keys)
-    const labels = this.#consumers.labels()
-    this.#ledger = new Ledger(labels, clock)
-    this.usage = new UsageStats([...labels, OTHER])
+    this.#keyed = this.#consumers.labels()
+    this.#ledger = new Ledger(this.#keyed, clock)
+    this.usage = new UsageStats([...this.#keyed, OTHER])
+  }
+
+  /** The exchange of the keys' consumers' counts with the other nodes of a cluster (start() it). */
+  exchange (c: BudgetCluster, log: Logger): BudgetExchange {
+    return new BudgetExchange(c, this.#ledger, this.#keyed, log)
   }
 
   /** The request's consumer, or the 401 to answer (counted). `trusted`: it came over the data plane's unix socket. */

@@ -4,8 +4,9 @@
 // Exact across the data plane's workers: every worker forwards generation
 // requests to this one service in the control plane, so these in-process
 // counters see every request of the node; no shared memory is needed. Across
-// the nodes of a cluster they are not shared (each node enforces its own
-// budgets): not done yet, see docs/generation.md.
+// the nodes of a cluster, a key's consumer is also charged what the other
+// nodes reported for the same windows at the last exchange (exchange.ts):
+// approximate, see there.
 //
 // Fixed windows, not sliding: they are exact, cost two integers per limit, and
 // give a Retry-After that is the true wait (the seconds to the window's end).
@@ -38,6 +39,10 @@ class Usage {
   minuteTokens = 0
   dayTokens = 0
   inFlight = 0
+  /** the other nodes' counts of the same windows (cluster mode; 0 otherwise) */
+  otherRequests = 0
+  otherMinuteTokens = 0
+  otherDayTokens = 0
 
   roll (now: number): void {
     const m = Math.floor(now / MINUTE_MS)
@@ -45,13 +50,26 @@ class Usage {
       this.minute = m
       this.requests = 0
       this.minuteTokens = 0
+      this.otherRequests = 0
+      this.otherMinuteTokens = 0
     }
     const d = Math.floor(now / DAY_MS)
     if (d !== this.day) {
       this.day = d
       this.dayTokens = 0
+      this.otherDayTokens = 0
     }
   }
+}
+
+/** A consumer's counts in its current windows: this node's (Ledger.local) or the other nodes' (Ledger.setOthers). */
+export interface WindowCounts {
+  /** the UTC minute (ms / 60000) and day (ms / 86400000) they are of */
+  minute: number
+  day: number
+  requests: number
+  minuteTokens: number
+  dayTokens: number
 }
 
 /** An admitted request: give it back once, charging what it used, or refunded when it never ran. */
@@ -87,14 +105,17 @@ export class Ledger {
     if (limits.maxInFlight > 0 && u.inFlight >= limits.maxInFlight) {
       return refusal(id, 'in_flight', `max_in_flight = ${limits.maxInFlight} requests at once`, u.inFlight, 1)
     }
-    if (limits.rpm > 0 && u.requests >= limits.rpm) {
-      return refusal(id, 'rpm', `rpm = ${limits.rpm} requests per minute`, u.requests, secondsTo(nextMinute, now))
+    const requests = u.requests + u.otherRequests
+    if (limits.rpm > 0 && requests >= limits.rpm) {
+      return refusal(id, 'rpm', `rpm = ${limits.rpm} requests per minute`, requests, secondsTo(nextMinute, now))
     }
-    if (limits.tpm > 0 && u.minuteTokens >= limits.tpm) {
-      return refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, u.minuteTokens, secondsTo(nextMinute, now))
+    const minuteTokens = u.minuteTokens + u.otherMinuteTokens
+    if (limits.tpm > 0 && minuteTokens >= limits.tpm) {
+      return refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, minuteTokens, secondsTo(nextMinute, now))
     }
-    if (limits.tpd > 0 && u.dayTokens >= limits.tpd) {
-      return refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, u.dayTokens, secondsTo((u.day + 1) * DAY_MS, now))
+    const dayTokens = u.dayTokens + u.otherDayTokens
+    if (limits.tpd > 0 && dayTokens >= limits.tpd) {
+      return refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, dayTokens, secondsTo((u.day + 1) * DAY_MS, now))
     }
     u.requests++
     u.inFlight++
@@ -118,6 +139,24 @@ export class Ledger {
         if (u.minute === minute) u.requests--
       },
     }
+  }
+
+  /** This node's counts of consumer `id` in the current windows (what the cluster exchange reports). */
+  local (id: string): WindowCounts {
+    const u = this.#get(id)
+    u.roll(this.#clock())
+    return { minute: u.minute, day: u.day, requests: u.requests, minuteTokens: u.minuteTokens, dayTokens: u.dayTokens }
+  }
+
+  /** What the other nodes used of consumer `id`'s windows; counts of windows that are over by now are dropped. */
+  setOthers (id: string, o: WindowCounts): void {
+    const u = this.#get(id)
+    u.roll(this.#clock())
+    if (o.minute === u.minute) {
+      u.otherRequests = o.requests
+      u.otherMinuteTokens = o.minuteTokens
+    }
+    if (o.day === u.day) u.otherDayTokens = o.dayTokens
   }
 
   /** Consumers with a usage record now (keys and others). */
