@@ -140,3 +140,17 @@ hash = "${tokenHash(FULL)}"
   assert.match(r.stderr, /generation\.keys\[2\]\.hash: the same hash is configured for another key/)
   assert.ok(!r.stderr.includes(secret), 'the pasted key is not echoed')
 })
+
+test('lb hash-token prints a new random key and its hash; with - it hashes the key read from stdin', () => {
+  const made = spawnSync(process.execPath, [CLI, 'hash-token'], { encoding: 'utf8' })
+  assert.equal(made.status, 0, made.stderr)
+  const m = /^key: {2}(lb-[A-Za-z0-9_-]{43})\nhash: (sha256:[0-9a-f]{64})\n$/.exec(made.stdout)
+  assert.ok(m !== null, made.stdout)
+  assert.equal(m[2], tokenHash(m[1]!))
+  assert.notEqual(spawnSync(process.execPath, [CLI, 'hash-token'], { encoding: 'utf8' }).stdout, made.stdout, 'a new key each time')
+  const piped = spawnSync(process.execPath, [CLI, 'hash-token', '-'], { input: `${FULL}\n`, encoding: 'utf8' })
+  assert.equal(piped.stdout, `${tokenHash(FULL)}\n`)
+  const short = spawnSync(process.execPath, [CLI, 'hash-token', '-'], { input: 'short\n', encoding: 'utf8' })
+  assert.equal(short.status, 2)
+  assert.match(short.stderr, /at least 16 characters/)
+})
