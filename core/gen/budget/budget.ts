@@ -56,11 +56,14 @@ export class Budget {
     return new BudgetExchange(c, this.#ledger, this.#keyed, log)
   }
 
-  /** The request's consumer, or the 401 to answer (counted). `trusted`: it came over the data plane's unix socket. */
+  /** The request's consumer, or the 401 to answer (refused()). `trusted`: it came over the data plane's unix socket. */
   identify (req: IncomingMessage, trusted: boolean): Consumer | ApiError {
-    const who = this.#consumers.identify(req, trusted)
-    if ('status' in who) this.usage.rejected(OTHER, 'unauthorized')
-    return who
+    return this.#consumers.identify(req, trusted)
+  }
+
+  /** A request answered 401 (routes that need no key, such as /health, serve one without a key and count nothing). */
+  unauthorized (): void {
+    this.usage.rejected(OTHER, 'unauthorized')
   }
 
   /** A request for a model its key may not use: counted; the caller answers as for a model that does not exist. */

@@ -212,6 +212,7 @@ export function createHandler (env: GenEnv, trusted: boolean): (req: IncomingMes
     // who pays, before the body is read: a request without a valid key costs no more than its headers
     const who = env.budget.identify(req, trusted)
     if (isApiError(who) && !r.open) {
+      env.budget.unauthorized()
       req.resume()
       count(r.endpoint, outcomeOf(fail(res, r.api, who)))
       return
