@@ -1,15 +1,20 @@
 #!/usr/bin/env node
 // lb run -c FILE     start the balancer (foreground; systemd runs it so)
 // lb check -c FILE   validate the configuration and exit 0 or 1 (like nginx -t)
+// lb hash-token      make an API key for [[generation.keys]] (or hash one read from stdin)
 import { loadConfigAsync } from './configure.js'
 import { createLogger } from './log.js'
 import { unwritablePaths } from './config/paths.js'
 import { formatError, isLbError } from './errors.js'
 import { run } from './main.js'
 import { catchStrays } from './control/faults.js'
+import { randomBytes } from 'node:crypto'
+import { tokenHash } from './auth/token-digest.js'
 
 const USAGE = `usage: lb run [-c FILE]     start the balancer (default config conf/lb.toml)
        lb check [-c FILE]   validate the configuration and exit
+       lb hash-token [-]    print a new API key and its hash for [[generation.keys]] hash
+                            (with -: the hash of the key read from stdin; a key never goes on a command line)
        lb version`
 
 function configArg (args: string[]): string {
@@ -63,6 +68,23 @@ async function main (): Promise<void> {
         else log.error(formatError('LB_ERR_STARTUP', { reason: (err as Error).message ?? String(err) }), { code: 'LB_ERR_STARTUP' })
         process.exit(1)
       }
+      return
+    }
+    case 'hash-token': {
+      if (args[0] === '-') {
+        const chunks: Buffer[] = []
+        for await (const c of process.stdin) chunks.push(c as Buffer)
+        const key = Buffer.concat(chunks).toString('utf8').trim()
+        if (key.length < 16) {
+          process.stderr.write('lb: a key of at least 16 characters is expected on stdin\n')
+          process.exit(2)
+        }
+        process.stdout.write(`${tokenHash(key)}\n`)
+        return
+      }
+      // 32 random bytes: a key nobody guesses, in characters a header and a shell take as they are
+      const key = 'lb-' + randomBytes(32).toString('base64url')
+      process.stdout.write(`key:  ${key}\nhash: ${tokenHash(key)}\n`)
       return
     }
     case 'version':

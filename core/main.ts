@@ -80,7 +80,9 @@ export async function run (configPath: string): Promise<Running> {
   // the generation endpoint listens before any worker can route to its socket; it runs only
   // when a service routes to it or it has its own listener (a model runner costs memory)
   const wantGen = (c: Config): boolean => c.generation.enabled && (c.services.some((s) => s.kind === 'generate') || c.generation.listen !== '')
-  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log) : null
+  // in cluster mode the generation budgets of the keys are exchanged over the cluster's Redis connection
+  const genCluster = cluster === null ? null : { redis: cluster.redis, prefix: cluster.conf.prefix, node: cluster.conf.node, syncIntervalMs: cluster.conf.syncIntervalMs }
+  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster) : null
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
@@ -109,7 +111,7 @@ export async function run (configPath: string): Promise<Running> {
       if (gen === null && wantGen(next)) {
         // the first generate service: start the endpoint (with the running [generation] settings) before routing to it
         try {
-          gen = await startGeneration(next.generation, log)
+          gen = await startGeneration(next.generation, log, genCluster)
           const started = gen
           management?.attachGen(() => started.stats())
         } catch (err) {

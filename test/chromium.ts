@@ -10,11 +10,12 @@ export interface Cdp {
   close (): void
 }
 
-export async function startChromium (bin: string): Promise<{ proc: ChildProcess, port: number, dir: string }> {
+/** `extra`: more switches (e.g. --ignore-certificate-errors for a test CA). */
+export async function startChromium (bin: string, extra: readonly string[] = []): Promise<{ proc: ChildProcess, port: number, dir: string }> {
   const dir = tempDir('lb-chromium-')
   const proc = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-dev-shm-usage', `--user-data-dir=${dir}`, '--remote-debugging-port=0',
-    '--window-size=1280,1000', 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir }, detached: true }) // its own temporary files go into the folder removed after the test
+    '--window-size=1280,1000', ...extra, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TMPDIR: dir }, detached: true }) // its own temporary files go into the folder removed after the test
   let err = ''
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`chromium did not start: ${err}`)), 20_000)

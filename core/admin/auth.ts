@@ -6,9 +6,9 @@
 // a token costs one SHA-256 and is not remembered. Every password check costs
 // the same whatever the user name, known or not (core/auth/password-table.ts),
 // so answer times do not tell which names exist.
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { type HtpasswdEntry, parseEntry } from '../auth/htpasswd.js'
 import { PasswordTable } from '../auth/password-table.js'
+import { findDigest, tokenDigest } from '../auth/token-digest.js'
 import { VerdictCache } from '../auth/verdict-cache.js'
 import type { Credentials } from '../config/admin.js'
 import { isLbError } from '../errors.js'
@@ -29,7 +29,7 @@ export class Authenticator {
     // through anyway is left out, so nobody can log in as that user
     const users = creds.users.map((u) => parseEntry(u)).filter((e): e is HtpasswdEntry => typeof e !== 'string')
     this.#users = users.length > 0 ? new PasswordTable(users) : null
-    this.#tokens = creds.tokens.map((t) => sha256(t))
+    this.#tokens = creds.tokens.map(tokenDigest)
     // counted before that filter: configured users still mean the listener needs auth
     this.#required = creds.users.length > 0 || creds.tokens.length > 0
   }
@@ -47,14 +47,13 @@ export class Authenticator {
     const m = /^(Basic|Bearer)\s+(\S+)\s*$/i.exec(authorization)
     if (m === null) return null
     if (m[1]!.toLowerCase() === 'bearer') {
-      const got = sha256(m[2]!)
-      return this.#tokens.some((t) => timingSafeEqual(t, got)) ? '' : null
+      return findDigest(this.#tokens, tokenDigest(m[2]!)) >= 0 ? '' : null
     }
     const text = Buffer.from(m[2]!, 'base64').toString('utf8')
     const i = text.indexOf(':')
     if (i < 0 || this.#users === null) return null
     const name = text.slice(0, i)
-    const key = sha256(authorization).toString('hex')
+    const key = tokenDigest(authorization).toString('hex')
     // only a verified value is remembered, so a remembered one is a known user's
     const remembered = this.#ok.get(key, Date.now())
     if (remembered !== undefined) return remembered
@@ -62,10 +61,6 @@ export class Authenticator {
     this.#ok.set(key, name, Date.now())
     return name
   }
-}
-
-function sha256 (s: string): Buffer {
-  return createHash('sha256').update(s).digest()
 }
 
 /**

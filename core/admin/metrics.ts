@@ -16,6 +16,7 @@ import { sumGlobal, sumServer } from '../shm/counters.js'
 import { Revocations, unixNow } from '../shm/revocations.js'
 import { epRow, routerRow, sumRequestRow, sumTimeBlock } from '../shm/request-stats.js'
 import type { GenStats } from '../gen/stats.js'
+import { type ConsumerUsage, TOKEN_BUCKETS, TOKEN_SUM } from '../gen/budget/usage.js'
 import type { ClusterStatus } from '../cluster/status.js'
 import type { AdminCore } from './context.js'
 import { serverUrl, serverView } from './server-view.js'
@@ -34,11 +35,17 @@ class ShmHistogram {
   readonly type = 'histogram'
   readonly aggregator = 'sum'
   readonly #read: () => Array<{ labels: Labels, block: Float64Array }>
+  readonly #buckets: readonly number[]
+  readonly #sumAt: number
 
-  constructor (registry: Registry, name: string, help: string, read: () => Array<{ labels: Labels, block: Float64Array }>) {
+  /** A block holds one count per bucket, the +Inf count, then the sum at `sumAt`. */
+  constructor (registry: Registry, name: string, help: string, read: () => Array<{ labels: Labels, block: Float64Array }>,
+    buckets: readonly number[] = TIME_BUCKETS_S, sumAt = T_SUM) {
     this.name = name
     this.help = help
     this.#read = read
+    this.#buckets = buckets
+    this.#sumAt = sumAt
     registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0])
   }
 
@@ -46,13 +53,13 @@ class ShmHistogram {
     const values: Sample[] = []
     for (const { labels, block } of this.#read()) {
       let cum = 0
-      TIME_BUCKETS_S.forEach((le, i) => {
+      this.#buckets.forEach((le, i) => {
         cum += block[i]!
         values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le: String(le) }, value: cum })
       })
-      cum += block[TIME_BUCKETS_S.length]!
+      cum += block[this.#buckets.length]!
       values.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le: '+Inf' }, value: cum })
-      values.push({ metricName: `${this.name}_sum`, labels, value: block[T_SUM]! })
+      values.push({ metricName: `${this.name}_sum`, labels, value: block[this.#sumAt]! })
       values.push({ metricName: `${this.name}_count`, labels, value: cum })
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values }
@@ -250,6 +257,18 @@ export function createMetrics (ctx: AdminCore): Metrics {
     pull('gauge', 'lb_gen_queue_depth', 'Generation jobs waiting for a free sequence.', [], () => one(stats().queueDepth))
     pull('gauge', 'lb_gen_in_flight', 'Generation jobs running now.', [], () => one(stats().inFlight))
     pull('counter', 'lb_gen_runner_restarts_total', 'Generation runner processes restarted after a crash.', [], () => one(stats().runnerRestarts))
+    // per consumer: the keys' consumer names and "other", never a key (core/gen/budget/usage.ts)
+    const consumers = (): Array<[string, ConsumerUsage]> => [...stats().consumers]
+    pull('counter', 'lb_gen_consumer_requests_total', 'Generation requests admitted, by consumer (a key\'s consumer, or "other").', ['consumer'],
+      () => consumers().map(([consumer, u]) => [{ consumer }, u.requests]))
+    pull('counter', 'lb_gen_consumer_rejections_total', 'Generation requests refused by keys and budgets, by consumer and reason.', ['consumer', 'reason'],
+      () => consumers().flatMap(([consumer, u]) => Object.entries(u.rejections).filter(([, v]) => v > 0).map(([reason, v]): [Labels, number] => [{ consumer, reason }, v])))
+    // eslint-disable-next-line no-new -- registers itself
+    new ShmHistogram(registry, 'gen_ai_client_token_usage', 'Tokens used per generation request (OpenTelemetry gen_ai.client.token.usage), by consumer and gen_ai_token_type (input: prompt, output: completion).',
+      () => consumers().flatMap(([consumer, u]) => [
+        { labels: { consumer, gen_ai_token_type: 'input' }, block: u.input },
+        { labels: { consumer, gen_ai_token_type: 'output' }, block: u.output },
+      ]), TOKEN_BUCKETS, TOKEN_SUM)
   }
   return { registry, attachGen }
 }

@@ -20,6 +20,38 @@ export interface RemoteServerConf {
   readonly refreshMs: number
 }
 
+/** Limits of one consumer; 0 = no limit. Windows are fixed: the UTC minute and the UTC day (core/gen/budget/ledger.ts). */
+export interface GenLimits {
+  /** Requests admitted per minute. Default: 0. */
+  readonly rpm: number
+  /** Tokens (prompt + completion) per minute. Default: 0. */
+  readonly tpm: number
+  /** Tokens (prompt + completion) per UTC day. Default: 0. */
+  readonly tpd: number
+  /** Requests running or queued at once. Default: 0. */
+  readonly maxInFlight: number
+}
+
+/** [[generation.keys]]: one consumer's API key(s) and budget. */
+export interface GenKeyConf extends GenLimits {
+  /** The consumer's name, the only thing logs, metrics and the dashboard show ([A-Za-z0-9._-], not "other"). */
+  readonly consumer: string
+  /** "sha256:<64 hex>" of each key (`lb hash-token`): several = the same consumer and budget (rotation). */
+  readonly hashes: readonly string[]
+  /** Model patterns ("name" = any tag, "name:tag", "*" anywhere) this key may use and list; empty = all. */
+  readonly models: readonly string[]
+}
+
+/**
+ * [generation.auth]: who may call the generation service. With keys configured and `required`, a request
+ * without a valid key is refused (401); without `required`, it is a consumer named after the user lb's
+ * basicAuth/jwt/oidc authenticated (header x-lb-user) or else its source address, with these limits each.
+ */
+export interface GenAuthConf extends GenLimits {
+  /** A request must carry one of the keys (only meaningful when keys exist). Default: true. */
+  readonly required: boolean
+}
+
 export interface GenerationConf {
   /** Run the generation service. Optional / Default: true. */
   readonly enabled: boolean
@@ -68,6 +100,10 @@ export interface GenerationConf {
   readonly restartDelayMs: number
   /** Upper bound of that delay, in ms. Default: "10s". */
   readonly restartDelayMaxMs: number
+  /** [generation.auth]: key requirement and the limits of consumers without a key. */
+  readonly auth: GenAuthConf
+  /** [[generation.keys]]: API keys, each a consumer with its budget. Default: none (no key asked). */
+  readonly keys: readonly GenKeyConf[]
   /** [generation.models]: "name:tag" = "path/to/file.gguf" (absolute after checking). */
   readonly models: Readonly<Record<string, string>>
   /** [[generation.servers]]: remote model servers, in the order given. Default: none. */

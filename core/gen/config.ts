@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
 import type { GenerationConf } from '../config/generation.js'
+import { checkAuth, checkKeys } from './budget/conf.js'
 import { parseModelName } from './models/names.js'
 import { checkRemote } from './remote/config.js'
 
@@ -19,6 +20,7 @@ const KEYS = [
   'keep_alive', 'num_ctx', 'max_loaded', 'models_dir', 'ollama_models', 'builtin_model', 'restart_delay',
   'restart_delay_max', 'stream_batch', 'cancel_grace', 'max_prompt_bytes', 'max_prompt_tokens', 'max_num_predict', 'models',
   'servers', 'aliases', 'fallbacks',
+  'auth', 'keys',
 ] as const
 
 const LISTEN = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/
@@ -103,6 +105,8 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
     restartDelayMs,
     restartDelayMaxMs: Math.max(restartDelayMs, c.duration(t, 'restart_delay_max', path, 10_000, 1)),
     streamBatchMs,
+    auth: checkAuth(c, t.auth, joinPath(path, 'auth')),
+    keys: checkKeys(c, t.keys, joinPath(path, 'keys')),
     models,
     servers: remote.servers,
     aliases: remote.aliases,

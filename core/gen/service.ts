@@ -12,6 +12,8 @@ import type { GenerationConf } from './config.js'
 import { ModelCatalog } from './models/catalog.js'
 import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
+import { Budget } from './budget/budget.js'
+import type { BudgetCluster } from './budget/exchange.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { RemoteRegistry } from './remote/registry.js'
@@ -42,8 +44,11 @@ function listenTcp (server: Server, host: string, port: number): Promise<void> {
   })
 }
 
-/** Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled. */
-export async function startGeneration (conf: GenerationConf, log: Logger): Promise<GenerationService> {
+/**
+ * Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled.
+ * `cluster`: in cluster mode, the keys' budgets are exchanged with the other nodes (budget/exchange.ts).
+ */
+export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null): Promise<GenerationService> {
   const glog = log.child({ component: 'generation' })
   const builtin = conf.builtinModel ? await ensureTinyModel(join(dirname(conf.socket), 'lb-tiny.gguf')) : null
   const catalog = new ModelCatalog(conf, builtin, glog)
@@ -65,9 +70,9 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog)
-  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests() }
-  const handler = createHandler(env)
-  const unix = new OwnedSocket(conf.socket, handler, glog)
+  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys) }
+  const exchange = cluster === null ? null : env.budget.exchange(cluster, glog)
+  const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
     requests: env.requests,
@@ -76,11 +81,13 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     queueDepth: scheduler.queueDepth,
     inFlight: scheduler.inFlight,
     runnerRestarts: supervisor.restarts,
+    consumers: env.budget.usage.byLabel,
   })
   let tcpAddress: GenerationService['tcpAddress'] = null
   let closed: Promise<void> | null = null
 
   const close = async (): Promise<void> => {
+    exchange?.stop()
     unix.stopAccepting()
     remote.close()
     for (const s of servers) s.close()
@@ -98,7 +105,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     if (conf.listen !== '') {
       const i = conf.listen.lastIndexOf(':')
       const host = conf.listen.slice(0, i).replace(/^\[|\]$/g, '')
-      const tcp = createServer(handler)
+      const tcp = createServer(createHandler(env, false))
       servers.push(tcp)
       await listenTcp(tcp, host, Number(conf.listen.slice(i + 1)))
       const a = tcp.address()
@@ -108,6 +115,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger): Promi
     }
     supervisor.start()
     remote.start()
+    exchange?.start()
   } catch (e) {
     await close()
     throw e

@@ -2,6 +2,8 @@
 // of a later issue pull them at scrape time). Plain numbers in fixed-shape
 // objects; one increment per finished request.
 
+import type { ConsumerUsage } from './budget/usage.js'
+
 export const GEN_ENDPOINTS = ['generate', 'chat', 'embed', 'tags', 'show', 'ps', 'version', 'other'] as const
 export type GenEndpoint = typeof GEN_ENDPOINTS[number]
 
@@ -20,6 +22,8 @@ export interface GenStats {
   inFlight: number
   /** Runner processes restarted after a crash, since start. */
   runnerRestarts: number
+  /** Per consumer label (the keys' consumers and "other"): admitted requests, token usage, refusals. */
+  consumers: ReadonlyMap<string, ConsumerUsage>
 }
 
 export function emptyRequests (): GenStats['requests'] {

@@ -10,6 +10,7 @@ import { ConfigStore } from '../../core/admin/config-api/config-store.js'
 import { createMetrics } from '../../core/admin/metrics.js'
 import { loadConfig } from '../../core/configure.js'
 import { SlotRegistry } from '../../core/control/slots.js'
+import { UsageStats } from '../../core/gen/budget/usage.js'
 import { emptyRequests, type GenStats } from '../../core/gen/stats.js'
 import { createLogger } from '../../core/log.js'
 import { createShm } from '../../core/shm/layout.js'
@@ -31,7 +32,12 @@ test('metrics: generation service families once attached', async (t) => {
   const store = new ConfigStore(file, apply, fits, log)
   const m = createMetrics({ configPath: file, config: () => config, generation: () => 1, shm, slots, log, apply, fits, startedAt: Date.now(), store, cluster: () => null })
   assert.doesNotMatch(await m.registry.metrics(), /lb_gen_/, 'no generation families before attachGen')
-  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0 }
+  const usage = new UsageStats(['team-a', 'other'])
+  usage.admitted('team-a')
+  usage.used('team-a', 5, 20)
+  usage.rejected('other', 'unauthorized')
+  usage.rejected('team-a', 'tpm')
+  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0, consumers: usage.byLabel }
   stats.requests.generate.ok = 5
   stats.requests.chat.busy = 1
   m.attachGen(() => stats)
@@ -42,6 +48,13 @@ test('metrics: generation service families once attached', async (t) => {
   assert.match(text, /^lb_gen_prompt_tokens_total 30$/m)
   assert.match(text, /^lb_gen_queue_depth 2$/m)
   assert.match(text, /^lb_gen_in_flight 1$/m)
+  assert.match(text, /^lb_gen_consumer_requests_total\{consumer="team-a"\} 1$/m)
+  assert.match(text, /^lb_gen_consumer_rejections_total\{consumer="other",reason="unauthorized"\} 1$/m)
+  assert.match(text, /^lb_gen_consumer_rejections_total\{consumer="team-a",reason="tpm"\} 1$/m)
+  assert.match(text, /^gen_ai_client_token_usage_bucket\{consumer="team-a",gen_ai_token_type="output",le="16"\} 0$/m)
+  assert.match(text, /^gen_ai_client_token_usage_bucket\{consumer="team-a",gen_ai_token_type="output",le="64"\} 1$/m)
+  assert.match(text, /^gen_ai_client_token_usage_sum\{consumer="team-a",gen_ai_token_type="input"\} 5$/m)
+  assert.match(text, /^gen_ai_client_token_usage_count\{consumer="other",gen_ai_token_type="input"\} 0$/m)
   stats.tokens = 150
   assert.match(await m.registry.metrics(), /^lb_gen_tokens_total 150$/m, 'read at scrape time')
   if (promtool !== null) assert.equal(execFileSync(promtool, ['check', 'metrics'], { input: text, encoding: 'utf8' }).trim(), '')

@@ -138,6 +138,15 @@ users = ["${CAROL.replaceAll('$', '\\u0024')}"]
     assert.ok(backend.received().includes(head + '\r\n\r\nabc'))
   })
 
+  test('x-lb-user (the user lb tells its generation service) is never taken from a client, in either spelling', async () => {
+    const path = fresh()
+    const a = await exchange(lb.port, `GET ${path} HTTP/1.1\r\nhost: a\r\nx-lb-user: mallory\r\nx_lb_user: mallory\r\nx-kept: yes\r\n\r\n`)
+    assert.equal(a.status, 200, a.text)
+    const head = backend.heads.find((h) => h.startsWith(`GET ${path} `))!
+    assert.ok(!head.includes('mallory'), head)
+    assert.match(head, /x-kept: yes/)
+  })
+
   test('WebSocket upgrades pass the same checks: refused before a server sees them, Connection-named headers dropped', async () => {
     const upgrade = (path: string, extra: string): string => `GET ${path} HTTP/1.1\r\nhost: a\r\nupgrade: websocket\r\n` +
       `sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n${extra}\r\n`

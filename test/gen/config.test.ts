@@ -31,6 +31,8 @@ test('defaults of an empty [generation] table', () => {
   assert.equal(g.maxPromptBytes, 1 << 20)
   assert.equal(g.maxPromptTokens, 0)
   assert.equal(g.maxNumPredict, 0)
+  assert.deepEqual(g.auth, { required: true, rpm: 0, tpm: 0, tpd: 0, maxInFlight: 0 }, 'keys required once there are any; no limits')
+  assert.deepEqual(g.keys, [])
 })
 
 test('every problem is reported with its key path', () => {
@@ -39,7 +41,7 @@ test('every problem is reported with its key path', () => {
     listen: 'localhost', threads: 0, keep_alive: 'soon', request_timeout: 5, colour: 'red', models: { 'bad name': 'x.gguf', ok: 3 },
   }, 'generation', '/etc/lb')
   assert.deepEqual(c.problems.sort(), [
-    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, cancel_grace, max_prompt_bytes, max_prompt_tokens, max_num_predict, models, servers, aliases, fallbacks)',
+    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, cancel_grace, max_prompt_bytes, max_prompt_tokens, max_num_predict, models, servers, aliases, fallbacks, auth, keys)',
     'generation.keep_alive: expected a duration like "5m", "0" or "-1" (forever), found "soon"',
     'generation.listen: expected an address like "127.0.0.1:11434" (or "" for none), found "localhost"',
     'generation.models."bad name": expected a model name like "name" or "name:tag", found "bad name"',

@@ -134,3 +134,50 @@ export function schemaMismatch (schema: any, v: unknown, at = '$', root: any = s
   }
   return null
 }
+
+/**
+ * lb's config with the generation service behind the data plane: entry point "web" on {{PORT}} whose every path
+ * goes to it, /metrics on a dashboard of its own (portOf('dashboard')), the service's socket in lb's folder, only
+ * `models` (name = file), `generation` lines in [generation], then `extra` (keys, more entry points and routers).
+ */
+export function gatewayConfig (models: Readonly<Record<string, string>>, extra: string, generation = ''): string {
+  return `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[dashboard]
+address = "127.0.0.1:0"
+insecure = true
+metrics = true
+
+[generation]
+socket = "{{DIR}}/gen.sock"
+ollama_models = "off"
+builtin_model = false
+${generation}
+[generation.models]
+${Object.entries(models).map(([name, file]) => `${name} = "${file}"`).join('\n')}
+
+[routers.gen]
+rule = "PathPrefix(\`/\`)"
+entrypoints = ["web"]
+service = "gen"
+[services.gen]
+kind = "generate"
+${extra}`
+}
+
+/**
+ * Waits for the next UTC minute (the window of the generation budgets' rpm and tpm) when this one ends within
+ * 20 s: what a test counts next then falls in one window (its requests take well under a second each).
+ */
+export async function roomInMinute (): Promise<void> {
+  const left = 60_000 - Date.now() % 60_000
+  if (left < 20_000) await new Promise((resolve) => setTimeout(resolve, left + 50))
+}
+
+/** Runs `f` within one UTC minute (see roomInMinute); fails if a minute ended meanwhile anyway. */
+export async function withinOneMinute (f: () => Promise<void>): Promise<void> {
+  await roomInMinute()
+  const m = Math.floor(Date.now() / 60_000)
+  await f()
+  if (Math.floor(Date.now() / 60_000) !== m) throw new Error('the test did not run within one UTC minute')
+}

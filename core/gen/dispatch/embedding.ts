@@ -6,13 +6,14 @@
 // this scales and cuts them as asked.
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Consumer } from '../budget/consumer.js'
 import type { JobSpec } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
 import { contextLength } from '../models/gguf.js'
 import { embedCall } from '../remote/embed-client.js'
 import { runRemote } from '../remote/run.js'
 import type { GenOutcome } from '../stats.js'
-import { effectiveOptions, type GenEnv, modelNotFound, numCtxOf, overPromptBytes, runJob } from './generation.js'
+import { allowed, effectiveOptions, type GenEnv, modelNotFound, numCtxOf, overPromptBytes, runJob } from './generation.js'
 import { type ApiError, type EmbedRequest, isApiError } from './request.js'
 
 /** Texts per request at most (OpenAI's limit): each is one evaluation of the model. */
@@ -32,7 +33,7 @@ function normalize (v: number[]): number[] {
   return n === 0 ? v : v.map((x) => x / n)
 }
 
-export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerResponse, r: EmbedRequest | ApiError, writer: EmbedWriter): Promise<number> {
+export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerResponse, r: EmbedRequest | ApiError, writer: EmbedWriter, who: Consumer): Promise<number> {
   const refuse = (e: ApiError): number => { writer.fail(e); return e.status }
   if (isApiError(r)) return refuse(r)
   if (r.inputs.length > MAX_INPUTS) return refuse({ status: 400, message: `at most ${MAX_INPUTS} inputs per request, found ${r.inputs.length}`, param: 'input' })
@@ -51,6 +52,7 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
     if (r.normalize) vectors = vectors.map(normalize)
     writer.done(vectors, promptTokens, loadNs, totalNs)
   }
+  if (!allowed(env, who, r.model)) return refuse(modelNotFound(r.displayModel))
   const name = env.remote.resolve(r.model)
   const e = await env.catalog.lookup(name)
   if (e === null) await env.remote.ready()
@@ -60,13 +62,20 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
     return 200
   }
   if (e === null) {
-    const count = (o: GenOutcome): void => { env.requests.embed[o]++ }
+    const ticket = env.budget.admit(who)
+    if (isApiError(ticket)) return refuse(ticket)
+    const m = env.budget.meterOf(who, ticket)
+    // the end is counted (and the ticket released) just before the result: the result's tokens win
+    const count = (o: GenOutcome): void => { env.requests.embed[o]++; m.release() }
     const out = await runRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, [name], (x) => writer.fail(x),
       (s, served, life) => embedCall(s, served, r, life.signal, (got) => {
         life.end(r.dimensions > (got.vectors[0]?.length ?? 0) ? 'client_error' : 'ok')
+        m.used(got.promptTokens, 0)
         finish(got.vectors, got.promptTokens, 0, Number(process.hrtime.bigint() - life.started))
       }))
-    return out.served ? 0 : refuse(out.error ?? modelNotFound(r.displayModel))
+    if (out.served) return 0
+    m.refund()
+    return refuse(out.error ?? modelNotFound(r.displayModel))
   }
   const info = await env.catalog.info(e).catch(() => null)
   const o = effectiveOptions(e, r.numCtx === null ? {} : { numCtx: r.numCtx })
@@ -82,5 +91,5 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
     done: (result) => finish(result.embeddings ?? [], result.promptTokens, result.loadNs, Number(process.hrtime.bigint() - started)),
     fail: failWith,
   }
-  return runJob(env, req, res, spec, r.keepAliveMs ?? env.conf.keepAliveMs, e.size, 'embed', sink, (x) => writer.fail(x))
+  return runJob(env, req, res, spec, r.keepAliveMs ?? env.conf.keepAliveMs, e.size, 'embed', sink, (x) => writer.fail(x), who)
 }

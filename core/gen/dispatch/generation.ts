@@ -11,6 +11,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ERRORS, formatError } from '../../errors.js'
 import type { Logger } from '../../log.js'
+import type { Budget, Meter } from '../budget/budget.js'
+import { type Consumer, mayUse } from '../budget/consumer.js'
 import type { GenerationConf } from '../config.js'
 import type { JobResult, JobSpec, Sampling } from '../local/protocol.js'
 import type { JobSink, Scheduler } from '../local/scheduler.js'
@@ -33,6 +35,8 @@ export interface GenEnv {
   remote: RemoteRegistry
   log: Logger
   requests: GenStats['requests']
+  /** API keys, consumers and their budgets (core/gen/budget/). */
+  budget: Budget
 }
 
 /** One request's reply in its API's wire shape (ollama/reply.ts, openai/reply.ts); each holds its response. */
@@ -132,12 +136,30 @@ function overLimit (conf: GenerationConf, r: GenRequest): ApiError | null {
 }
 
 /**
- * Submits `spec` and ties it to the client (its sink writes the reply): a client that goes away cancels it,
- * request_timeout cancels it and `fail`s it with a 504. Returns 0 (the outcome is counted when the job ends) or the status
- * of a refusal already written (503: the queue is full).
+ * Whether `who` may use the model a request names; when not, the refusal is counted and the answer is the
+ * one for a model that does not exist (OpenAI's 404 for a model the key cannot see: nothing says it exists).
+ */
+export function allowed (env: GenEnv, who: Consumer, model: string): boolean {
+  if (mayUse(who, model)) return true
+  env.budget.refusedModel(who)
+  return false
+}
+
+/**
+ * Admits the request of `who` against its budget, submits `spec` and ties it to the client (its sink writes
+ * the reply): a client that goes away cancels it, request_timeout cancels it and `fail`s it with a 504.
+ * The sink is wrapped by the budget's meter, so however the job ends its consumer is charged once.
+ * Returns 0: the outcome is counted here (a 429 over budget, a 503 when the queue is full) or when the job ends.
  */
 export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, spec: JobSpec, keepAliveMs: number, sizeBytes: number,
-  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void): number {
+  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void, who: Consumer): number {
+  const ticket = env.budget.admit(who)
+  if (isApiError(ticket)) {
+    env.requests[endpoint].client_error++
+    fail(ticket)
+    return 0
+  }
+  const metered = env.budget.meter(who, ticket, sink)
   let finished = false
   let timer: NodeJS.Timeout | null = null
   const end = (outcome: GenOutcome): void => {
@@ -146,19 +168,21 @@ export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, 
     env.requests[endpoint][outcome]++
   }
   const counted: JobSink = {
-    pieces: (texts, ts) => sink.pieces(texts, ts),
-    done: (result) => { end('ok'); sink.done(result) },
-    fail: (status, message) => { end(outcomeOf(status)); sink.fail(status, message) },
+    pieces: (texts, ts) => metered.pieces(texts, ts),
+    done: (result) => { end('ok'); metered.done(result) },
+    fail: (status, message) => { end(outcomeOf(status)); metered.fail(status, message) },
   }
   const id = env.scheduler.submit(spec, keepAliveMs, sizeBytes, counted)
   if (id === 0) {
     end('busy')
+    metered.refund() // it never ran: not counted in the requests per minute
     fail({ status: 503, message: BUSY_MESSAGE, code: 'server_busy' })
     return 0
   }
   const gone = (): void => {
     if (finished) return
     end('cancelled')
+    metered.release()
     env.scheduler.cancel(id)
   }
   res.on('close', gone)
@@ -170,6 +194,7 @@ export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, 
     timer = setTimeout(() => {
       if (finished) return
       end('timeout')
+      metered.release()
       env.scheduler.cancel(id, env.conf.cancelGraceMs)
       fail({ status: ERRORS.LB_ERR_GEN_TIMEOUT.status, message: formatError('LB_ERR_GEN_TIMEOUT', { seconds: limit / 1000 }), code: 'LB_ERR_GEN_TIMEOUT' })
     }, limit)
@@ -178,11 +203,13 @@ export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, 
 }
 
 /** Serves a text request. Returns the status of an answer given at once (counted by the caller), else 0. */
-export async function generation (env: GenEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest | ApiError, writer: ReplyWriter): Promise<number> {
+export async function generation (env: GenEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest | ApiError, writer: ReplyWriter, who: Consumer): Promise<number> {
   if (isApiError(r)) return refuse(writer, r)
   const over = overLimit(env.conf, r)
   if (over !== null) return refuse(writer, over)
   if (r.model === '') return refuse(writer, modelNotFound(r.displayModel))
+  // the name the client asked (an alias is allowed or not as such)
+  if (!allowed(env, who, r.model)) return refuse(writer, modelNotFound(r.displayModel))
   // the model and its fallbacks: local ones are served here, remote ones by remote/run.ts, in this order
   const names = env.remote.chain(r.model)
   let local: ModelEntry | null = null
@@ -192,9 +219,17 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     if (local !== null) firstLocal = i
   }
   if (firstLocal > 0) {
-    const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++ }
-    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), writer)
+    await env.remote.ready()
+    // a model nobody serves is a 404 whatever the budget
+    if (local === null && !names.some((n) => env.remote.knows(n))) return refuse(writer, modelNotFound(r.displayModel))
+    const ticket = env.budget.admit(who)
+    if (isApiError(ticket)) return refuse(writer, ticket)
+    const m = env.budget.meterOf(who, ticket)
+    // the request's end is counted (and its ticket released) before its result is written: the result's tokens win
+    const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++; m.release() }
+    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), meteredWriter(writer, m))
     if (out.served) return 0
+    m.refund() // no server started it: the local model (or the refusal) decides alone
     if (local === null) return refuse(writer, out.error ?? modelNotFound(r.displayModel))
   }
   const e = local!
@@ -217,7 +252,17 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     },
     fail: (status, message) => writer.fail({ status, message }),
   }
-  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x))
+  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x), who)
+}
+
+/** `writer` counting what reaches the client and charging the result's tokens to the request's meter. */
+function meteredWriter (writer: ReplyWriter, m: Meter): ReplyWriter {
+  return {
+    pieces (texts, ts) { m.streamed(texts.length); writer.pieces(texts, ts) },
+    done (r, totalNs) { m.used(r.promptTokens, r.evalTokens); writer.done(r, totalNs) },
+    loaded: (reason) => writer.loaded(reason),
+    fail: (e) => writer.fail(e),
+  }
 }
 
 function refuse (writer: ReplyWriter, e: ApiError): number {

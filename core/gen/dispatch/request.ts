@@ -6,7 +6,12 @@ import type { ErrorDetail } from '../../api-errors.js'
 import type { ChatMessage, Format } from '../local/protocol.js'
 
 /** A refusal: the status, a message naming what was wrong, and what OpenAI's body carries besides. */
-export interface ApiError extends ErrorDetail { status: number, message: string }
+export interface ApiError extends ErrorDetail {
+  status: number
+  message: string
+  /** Seconds a refused client should wait (a 429's Retry-After header). */
+  retryAfter?: number
+}
 
 export const isApiError = (v: unknown): v is ApiError =>
   typeof v === 'object' && v !== null && typeof (v as ApiError).status === 'number' && typeof (v as ApiError).message === 'string'

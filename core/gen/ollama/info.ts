@@ -38,9 +38,11 @@ async function infoOrNull (catalog: ModelCatalog, e: ModelEntry): Promise<GgufIn
   return await catalog.info(e).catch(() => null)
 }
 
-export async function tags (catalog: ModelCatalog): Promise<unknown> {
+/** `visible`: the models the caller's key may use (all by default). */
+export async function tags (catalog: ModelCatalog, visible: (model: string) => boolean = () => true): Promise<unknown> {
   const models = []
   for (const e of await catalog.list()) {
+    if (!visible(e.name)) continue
     models.push({
       name: e.name,
       model: e.name,
@@ -85,9 +87,10 @@ export async function show (catalog: ModelCatalog, e: ModelEntry): Promise<unkno
   return out
 }
 
-export async function ps (catalog: ModelCatalog, loaded: readonly LoadedModel[]): Promise<unknown> {
+export async function ps (catalog: ModelCatalog, loaded: readonly LoadedModel[], visible: (model: string) => boolean = () => true): Promise<unknown> {
   const models = []
   for (const l of loaded) {
+    if (!visible(l.name)) continue
     const e = await catalog.lookup(l.name)
     const info = e === null ? null : await infoOrNull(catalog, e)
     const ctx = info === null ? 0 : contextLength(info)

@@ -2,12 +2,14 @@
 // request line, the client's headers minus `skip` (hop-by-hop ones and those
 // set here) and the ones a middleware dropped, headers a middleware added,
 // then the forwarding headers: Host kept (or `hostFallback` when the client sent
-// none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set.
+// none), X-Real-IP set, X-Forwarded-For appended, X-Forwarded-Proto set, and
+// X-LB-User (never taken from a client) to the generation service.
 // `skip` must be true for 'x-forwarded-for': its values are read (every line, in
 // order, as nginx's $proxy_add_x_forwarded_for), then re-emitted with the client appended.
 // A name with "_" that reads as a skipped or dropped one with "-" ("x_real_ip",
 // "x-auth-request_user") is dropped too: CGI, WSGI and Rack servers map both to
 // one variable (HTTP_X_REAL_IP), so the client's copy would stand for lb's.
+import { claimHeaderValue } from '../../auth/claim-header.js'
 import type { Ctx } from '../request/context.js'
 
 export function forwardHead (ctx: Ctx, method: string, skip: (name: string) => boolean, hostFallback: string, extraLines: string): string {
@@ -47,7 +49,7 @@ function isHop (k: string): boolean {
   switch (k.length) {
     case 2: return k === 'te'
     case 7: return k === 'trailer' || k === 'upgrade'
-    case 9: return k === 'x-real-ip'
+    case 9: return k === 'x-real-ip' || k === 'x-lb-user'
     case 10: return k === 'connection' || k === 'keep-alive'
     case 15: return k === 'x-forwarded-for'
     case 16: return k === 'proxy-connection'
@@ -56,9 +58,15 @@ function isHop (k: string): boolean {
   }
 }
 
-/** The head of a proxied HTTP request: its method as sent, its chunked framing kept (the body is relayed chunked). */
-export function httpRequestHead (ctx: Ctx, hostFallback: string): string {
-  return forwardHead(ctx, ctx.method, isHop, hostFallback, ctx.chunked ? 'transfer-encoding: chunked\r\n' : '')
+/**
+ * The head of a proxied HTTP request: its method as sent, its chunked framing kept (the body is relayed chunked).
+ * `forwardUser`: the upstream is lb's generation service, told the user a middleware authenticated in x-lb-user
+ * (its consumer for budgets, core/gen/budget/consumer.ts); a client's own x-lb-user never passes (isHop).
+ */
+export function httpRequestHead (ctx: Ctx, hostFallback: string, forwardUser = false): string {
+  let extra = ctx.chunked ? 'transfer-encoding: chunked\r\n' : ''
+  if (forwardUser && ctx.user !== '') extra += 'x-lb-user: ' + claimHeaderValue(ctx.user) + '\r\n'
+  return forwardHead(ctx, ctx.method, isHop, hostFallback, extra)
 }
 
 /**

@@ -88,7 +88,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
       this.#dp.stripe.add(G_READING, 1)
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
-    this.#head = httpRequestHead(this.#ctx, this.#svc.hostFallback)
+    this.#head = httpRequestHead(this.#ctx, this.#svc.hostFallback, this.#svc.conf.kind === 'generate')
     this.#connect(false)
   }
 

@@ -1,0 +1,130 @@
+// The generation service's keys and budgets, as the rest of core/gen sees
+// them: who a request is (identify), whether it may use a model (mayUse),
+// whether it may run now (admit), and the JobSink wrapper that charges it
+// what it used when it ends (meter). One per service.
+//
+// The hook is the job's sink: every way a request ends (done, failed, and the
+// cancel, time-out or full queue that detach the sink) releases its ticket
+// exactly once. Local jobs and remote ones end in the same sink events, so one
+// hook counts both.
+
+import type { IncomingMessage } from 'node:http'
+import type { GenAuthConf, GenKeyConf } from '../../config/generation.js'
+import type { Logger } from '../../log.js'
+import type { ApiError } from '../dispatch/request.js'
+import type { JobResult } from '../local/protocol.js'
+import type { JobSink } from '../local/scheduler.js'
+import { OTHER } from './conf.js'
+import { type Consumer, Consumers } from './consumer.js'
+import { type BudgetCluster, BudgetExchange } from './exchange.js'
+import { Ledger, type Refusal, type Ticket } from './ledger.js'
+import { UsageStats } from './usage.js'
+
+/** What an admitted request used: each of its ends charges its ticket once (Budget.meterOf). */
+export interface Meter {
+  /** `n` pieces of the reply reached the client. */
+  streamed (n: number): void
+  /** The request's result: prompt (input) and completion (output) tokens. */
+  used (input: number, output: number): void
+  /** The request ended without a result: charged what was streamed. */
+  release (): void
+  /** The request never started anywhere: it is not counted at all. */
+  refund (): void
+}
+
+/** A job's sink that knows what its request used; release() ends a request whose sink was detached, refund() one that never ran. */
+export interface MeteredSink extends JobSink {
+  release (): void
+  refund (): void
+}
+
+export class Budget {
+  readonly #consumers: Consumers
+  readonly #ledger: Ledger
+  readonly #keyed: readonly string[]
+  readonly usage: UsageStats
+
+  constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], clock: () => number = Date.now) {
+    this.#consumers = new Consumers(auth, keys)
+    this.#keyed = this.#consumers.labels()
+    this.#ledger = new Ledger(this.#keyed, clock)
+    this.usage = new UsageStats([...this.#keyed, OTHER])
+  }
+
+  /** The exchange of the keys' consumers' counts with the other nodes of a cluster (start() it). */
+  exchange (c: BudgetCluster, log: Logger): BudgetExchange {
+    return new BudgetExchange(c, this.#ledger, this.#keyed, log)
+  }
+
+  /** The request's consumer, or the 401 to answer (refused()). `trusted`: it came over the data plane's unix socket. */
+  identify (req: IncomingMessage, trusted: boolean): Consumer | ApiError {
+    return this.#consumers.identify(req, trusted)
+  }
+
+  /** A request answered 401 (routes that need no key, such as /health, serve one without a key and count nothing). */
+  unauthorized (): void {
+    this.usage.rejected(OTHER, 'unauthorized')
+  }
+
+  /** A request for a model its key may not use: counted; the caller answers as for a model that does not exist. */
+  refusedModel (who: Consumer): void {
+    this.usage.rejected(who.label, 'model')
+  }
+
+  /** Admits a request now, or the 429 to answer (with its Retry-After), counted by reason. */
+  admit (who: Consumer): Ticket | Refusal {
+    const t = this.#ledger.admit(who.id, who.limits)
+    if ('status' in t) this.usage.rejected(who.label, t.reason)
+    else this.usage.admitted(who.label)
+    return t
+  }
+
+  /**
+   * What one admitted request used, charged to its ticket once. A request that ends without a result (failed,
+   * cancelled, timed out) is charged the pieces streamed to it so far, one token each (its prompt tokens are not
+   * known then), so leaving before the end does not make it free.
+   */
+  meterOf (who: Consumer, ticket: Ticket): Meter {
+    let streamed = 0
+    let charged = false
+    const charge = (input: number, output: number, observed: boolean): void => {
+      if (charged) return
+      charged = true
+      ticket.end(input + output)
+      // a request that streamed nothing before it failed is no observation of token usage
+      if (observed) this.usage.used(who.label, input, output)
+    }
+    return {
+      streamed: (n) => { streamed += n },
+      used: (input, output) => charge(input, output, true),
+      // after this tick: where a request's end is counted just before its result is written, the result wins
+      release: () => queueMicrotask(() => charge(0, streamed, streamed > 0)),
+      refund: () => {
+        if (charged) return
+        charged = true
+        ticket.refund()
+      },
+    }
+  }
+
+  /** Wraps a local job's `sink` in the request's meter: its result charges the tokens it reports. */
+  meter (who: Consumer, ticket: Ticket, sink: JobSink): MeteredSink {
+    const m = this.meterOf(who, ticket)
+    return {
+      pieces (texts, ts) {
+        m.streamed(texts.length)
+        sink.pieces(texts, ts)
+      },
+      done (r: JobResult) {
+        m.used(r.promptTokens, r.evalTokens)
+        sink.done(r)
+      },
+      fail (status, message) {
+        m.release()
+        sink.fail(status, message)
+      },
+      release: () => m.release(),
+      refund: () => m.refund(),
+    }
+  }
+}

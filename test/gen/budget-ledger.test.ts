@@ -1,0 +1,82 @@
+// The ledger's windows with a clock the test moves (core/gen/budget/ledger.ts):
+// fixed UTC minutes and days, Retry-After to the end of the full window,
+// tokens charged when a request ends (to the window it ends in), in flight
+// given back once, and the bound on consumers without a key.
+
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Ledger, MAX_ANON, type Refusal, type Ticket } from '../../core/gen/budget/ledger.js'
+
+const NONE = { rpm: 0, tpm: 0, tpd: 0, maxInFlight: 0 }
+const DAY = 86_400_000
+const isRefusal = (t: Ticket | Refusal): t is Refusal => 'status' in t
+
+function ledger (start: number): { l: Ledger, at: (ms: number) => void } {
+  let now = start
+  return { l: new Ledger(['k'], () => now), at: (ms) => { now = ms } }
+}
+
+test('rpm: fixed UTC minutes; Retry-After is the seconds to the minute\'s end', () => {
+  const { l, at } = ledger(10 * DAY + 15_000) // 15 s into a minute
+  const limits = { ...NONE, rpm: 2 }
+  assert.ok(!isRefusal(l.admit('k', limits)))
+  assert.ok(!isRefusal(l.admit('k', limits)))
+  const r = l.admit('k', limits)
+  assert.ok(isRefusal(r))
+  assert.equal(r.status, 429)
+  assert.equal(r.reason, 'rpm')
+  assert.equal(r.retryAfter, 45)
+  assert.equal(r.code, 'rate_limit_exceeded')
+  at(10 * DAY + 59_001)
+  assert.equal((l.admit('k', limits) as Refusal).retryAfter, 1, 'never 0')
+  at(10 * DAY + 60_000) // the next minute
+  assert.ok(!isRefusal(l.admit('k', limits)))
+})
+
+test('tpm and tpd: admitted while under, charged at the end (overshoot of one request), refused after', () => {
+  const { l, at } = ledger(3 * DAY + 3_600_000)
+  const limits = { ...NONE, tpm: 100, tpd: 250 }
+  const a = l.admit('k', limits) as Ticket
+  const b = l.admit('k', limits) as Ticket // both in flight: neither has used anything yet
+  a.end(90)
+  b.end(40) // 130 > 100: the overshoot is b's tokens
+  b.end(1000) // given back once
+  const r = l.admit('k', limits) as Refusal
+  assert.equal(r.reason, 'tpm')
+  assert.match(r.message, /tpm = 100 tokens per minute \(130 used\)/)
+  at(3 * DAY + 3_660_000) // next minute: 130 of the day's 250 used
+  const c = l.admit('k', limits) as Ticket
+  c.end(120)
+  at(3 * DAY + 3_720_000)
+  const d = l.admit('k', limits) as Refusal
+  assert.equal(d.reason, 'tpd')
+  assert.equal(d.retryAfter, (DAY - 3_720_000) / 1000, 'to the end of the UTC day')
+  at(4 * DAY)
+  assert.ok(!isRefusal(l.admit('k', limits)), 'a new day')
+})
+
+test('max_in_flight: refused while full (Retry-After 1), admitted once one ends', () => {
+  const { l } = ledger(DAY)
+  const limits = { ...NONE, maxInFlight: 1 }
+  const a = l.admit('k', limits) as Ticket
+  const r = l.admit('k', limits) as Refusal
+  assert.equal(r.reason, 'in_flight')
+  assert.equal(r.retryAfter, 1)
+  a.end(0)
+  a.end(0)
+  const b = l.admit('k', limits)
+  assert.ok(!isRefusal(b))
+  assert.ok(isRefusal(l.admit('k', limits)), 'the second end() of a did not free a slot twice')
+})
+
+test('consumers without a key are bounded: past MAX_ANON the idle ones are forgotten, keys never', () => {
+  const { l } = ledger(DAY)
+  const limits = { ...NONE, rpm: 1 }
+  l.admit('k', limits)
+  const busy = l.admit('addr:busy', { ...NONE, maxInFlight: 1 }) as Ticket
+  for (let i = 0; i < MAX_ANON; i++) (l.admit(`addr:${i}`, limits) as Ticket).end(1)
+  assert.ok(l.size <= MAX_ANON + 1, `${l.size} records`)
+  assert.ok(isRefusal(l.admit('k', limits)), 'the key\'s window is kept')
+  assert.ok(isRefusal(l.admit('addr:busy', { ...NONE, maxInFlight: 1 })), 'a consumer with a request in flight is kept')
+  busy.end(0)
+})
