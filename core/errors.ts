@@ -64,6 +64,10 @@ export const ERRORS = {
   // oidc (plugins/oidc.ts)
   LB_ERR_OIDC_UNAVAILABLE: { status: 503, message: 'identity provider {issuer} is unavailable ({reason}); try again later' },
   LB_ERR_OIDC_PROVIDER: { status: 502, message: 'identity provider {issuer} failed during the login: {reason}' },
+  // circuitBreaker (plugins/circuit-breaker.ts); the status is the middleware's response_code (503 by default)
+  LB_ERR_CIRCUIT_OPEN: { status: 503, message: 'circuit breaker {middleware} is open: the service is failing; try again later' },
+  // inFlightReq (plugins/in-flight-req.ts)
+  LB_ERR_TOO_MANY_IN_FLIGHT: { status: 429, message: 'too many requests in flight from this source (at most {amount} at once)' },
   // forwardAuth (plugins/forward-auth.ts): 500 as Traefik's when the authentication server cannot answer
   LB_ERR_FORWARD_AUTH: { status: 500, message: 'the authentication server did not answer: {reason}' },
   LB_ERR_OIDC_CALLBACK: { status: 401, message: 'login refused: {reason}' },

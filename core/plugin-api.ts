@@ -18,6 +18,8 @@ export type { Shm } from './shm/layout.js'
 export type { Ctx, Reply } from './worker/request/context.js'
 // regexps in Go's syntax on a linear-time engine, and Go's replacement templates ($1, ${name})
 export { expandGo, linearRegExp, replaceAllGo } from './config/linear-regexp.js'
+// the gRPC-Web mode of a content-type (0 none, 1 binary, 2 base64 text), for Ctx.grpcWeb
+export { grpcWebMode } from './worker/proxy/grpc-web.js'
 // a new path for the request, held to the client's path rules (400 when it breaks them)
 export { rewritePath } from './worker/request/path-rewrite.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds

@@ -107,6 +107,16 @@ export function definePlugin<C> (def: PluginDef<C>): PluginDef<C> {
 // pre-rendered arrays (a plugin may assign its frozen list to an empty slot to
 // avoid allocating): never push into them, extend them with these helpers.
 
+/**
+ * Runs `fn` once when the request ends, however it ends: answered by the backend or by lb, failed, or
+ * the client gone (WebSocket: when the tunnel closes). For what a hook took for the request and must
+ * give back (inFlightReq's count), or what it measures of the outcome (circuitBreaker).
+ */
+export function atEnd (ctx: Ctx, fn: (ctx: Ctx) => void): void {
+  if (ctx.ends === null) ctx.ends = [fn]
+  else ctx.ends.push(fn)
+}
+
 /** Adds flat [name, value, ...] pairs to the upstream request (names lower-case). */
 export function addUpstreamHeaders (ctx: Ctx, pairs: readonly string[]): void {
   const cur = ctx.upstreamHeaders

@@ -31,9 +31,14 @@ import stripPrefixRegex from './strip-prefix-regex.js'
 import replacePathRegex from './replace-path-regex.js'
 import redirectRegex from './redirect-regex.js'
 import forwardAuth from './forward-auth.js'
+import retry from './retry.js'
+import inFlightReq from './in-flight-req.js'
+import circuitBreaker from './circuit-breaker.js'
+import grpcWeb from './grpc-web.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
-  stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex] as PluginDef[]
+  stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex, retry, inFlightReq,
+  circuitBreaker, grpcWeb] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

@@ -9,12 +9,17 @@ import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
 import { DEFAULT_UPSTREAM_TLS, type UpstreamTlsConf, checkUpstreamTls } from './upstream-tls.js'
+import { type StickyCookieConf, checkSticky } from './sticky.js'
+import { type ServiceGroup, checkGroup, checkGroupRefs } from './service-group.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
 
-/** proxy: an upstream group. status: the stub_status page. generate: the generation endpoint (core/gen). */
-export const SERVICE_KINDS = ['proxy', 'status', 'generate'] as const
+/**
+ * proxy: an upstream group. status: the stub_status page. generate: the generation endpoint (core/gen).
+ * weighted, failover: services of services (service-group.ts).
+ */
+export const SERVICE_KINDS = ['proxy', 'status', 'generate', 'weighted', 'failover'] as const
 export type ServiceKind = typeof SERVICE_KINDS[number]
 
 export interface ServerConf {
@@ -67,6 +72,10 @@ export interface ServiceConf {
   /** no new try starts this long (ms) after the first one began; 0 = no limit (nginx proxy_next_upstream_timeout) */
   readonly retryTimeoutMs: number
   readonly healthCheck: HealthCheckConf
+  /** kind weighted or failover: the services it hands requests to; null for the other kinds */
+  readonly group: ServiceGroup | null
+  /** session affinity by cookie ([services.X.sticky.cookie]); null = none */
+  readonly sticky: StickyCookieConf | null
   readonly servers: readonly ServerConf[]
   /** status service: sources allowed to read it (CIDR or addresses) */
   readonly allow: readonly string[]
@@ -137,7 +146,7 @@ const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', '
 
 function checkService (c: Checker, name: string, raw: unknown, baseDir: string): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'servers', 'allow'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'sticky', 'servers', 'allow', 'services', 'service', 'fallback'])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
   const h = c.table(t.health_check, hp, ['type', 'path', 'grpc_service', 'interval', 'timeout', 'rise', 'fall', 'status'])
@@ -168,6 +177,12 @@ function checkService (c: Checker, name: string, raw: unknown, baseDir: string):
   const protocol = c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http')
   const tls = checkUpstreamTls(c, t.tls, join(p, 'tls'), baseDir)
   if (tls !== null && protocol !== 'h2') c.problems.push(`${join(p, 'tls')}: only for protocol = "h2" (TLS to the servers)`)
+  const group = kind === 'weighted' || kind === 'failover' ? checkGroup(c, t, p, kind) : null
+  for (const k of ['services', 'service', 'fallback']) {
+    if (t[k] !== undefined && (group === null || (group.kind === 'weighted') !== (k === 'services'))) c.problems.push(`${join(p, k)}: not a key of a ${kind} service`)
+  }
+  const sticky = checkSticky(c, t.sticky, join(p, 'sticky'), name)
+  if (sticky !== null && kind !== 'proxy') c.problems.push(`${join(p, 'sticky')}: only for a service with servers`)
   return {
     name,
     kind,
@@ -178,6 +193,8 @@ function checkService (c: Checker, name: string, raw: unknown, baseDir: string):
     retries: c.int(t, 'retries', p, DEFAULTS.service.retries, 0, 10),
     retryTimeoutMs: c.duration(t, 'retry_timeout', p, DEFAULTS.service.retryTimeoutMs),
     healthCheck,
+    group,
+    sticky,
     servers,
     allow: checkCidrs(c, t, 'allow', p, DEFAULTS.status.allow),
   }
@@ -190,6 +207,7 @@ export function checkServices (c: Checker, raw: unknown, baseDir: string): Servi
     if (!NAME.test(name)) c.problem(join('services', name), 'a name of letters, digits, "_", "-", ".", ":"', name)
     out.push(checkService(c, name, v, baseDir))
   }
+  checkGroupRefs(c, out)
   return out
 }
 

@@ -166,6 +166,42 @@ export class RateTable {
   }
 
   /**
+   * Requests in flight per key (inFlightReq; Traefik's counter, exact across
+   * workers): +1 when the count is below `limit` (returns 1), else nothing
+   * (returns 0). The entry lives `ttlMs` past its last change (a process killed
+   * with requests in flight leaks them no longer than that).
+   */
+  acquire (ka: number, kb: number, now: number, limit: number, ttlMs: number, owner = 0, key = ''): number {
+    const i32 = this.i32
+    const set = this.setOf(kb)
+    lock(i32, set + RS_LOCK)
+    const d = this.#claim(set, ka, kb, now, owner, key)
+    const n = i32[d + RD_A]!
+    const ok = n < limit
+    if (ok) i32[d + RD_A] = n + 1
+    i32[d + RD_SEEN] = now
+    i32[d + RD_EXPIRE] = (now + ttlMs) | 0
+    Atomics.store(i32, set + RS_LOCK, 0)
+    return ok ? 1 : 0
+  }
+
+  /** Gives back what acquire() took; an entry gone meanwhile (evicted, expired, cleared) is left alone. At 0 the way is free at once. */
+  release (ka: number, kb: number, now: number): void {
+    const i32 = this.i32
+    const set = this.setOf(kb)
+    lock(i32, set + RS_LOCK)
+    for (let w = 0; w < RATE_WAYS; w++) {
+      if (i32[set + RS_KEY_A + w] !== ka || i32[set + RS_KEY_B + w] !== kb) continue
+      const d = set + RS_DATA + w * RATE_DATA_WORDS
+      const n = i32[d + RD_A]! - 1
+      i32[d + RD_A] = n > 0 ? n : 0
+      if (n <= 0) i32[d + RD_EXPIRE] = now
+      break
+    }
+    Atomics.store(i32, set + RS_LOCK, 0)
+  }
+
+  /**
    * The data words of (ka, kb) in `set` (locked), claiming a way when the key
    * is absent: never used, else expired, else least recently seen. A claimed
    * way, or an expired one of the same key, starts empty with its algorithm

@@ -12,11 +12,12 @@ import { now } from '../clock.js'
 import {
   type Shm, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_INFLIGHT, C_RESP_ERR, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass,
 } from '../shm/layout.js'
-import { recordFailure } from '../shm/server-state.js'
+import { isUsable, recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
 import { createBalancer, hash32 } from '../upstream/balancer.js'
 import { ServerPool } from '../upstream/pool.js'
+import { StickyCookies } from '../upstream/sticky.js'
 import { compileCidrs } from '../net/source.js'
 import { HANDLED, type Hooks } from '../plugin.js'
 import { type PluginHost, createMiddleware } from './request/middleware.js'
@@ -34,8 +35,9 @@ import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } fro
 import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
+import { GroupRuntime, leafTarget } from './proxy/service-group.js'
 import { h2Pool } from '../upstream/h2-pool.js'
-import { grpcCode, grpcHeaders, isGrpc } from './proxy/grpc-status.js'
+import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -75,6 +77,7 @@ export class DataPlane implements ExchangeHost {
     this.accessLog = accessLog
     const used = new Set<string>()
     for (const s of conf.services) this.services.set(s.name, this.#buildService(s, slots, pools, used))
+    for (const s of this.services.values()) s.group?.link(this.services)
     for (const [key, pool] of pools) {
       if (!used.has(key)) {
         pool.close()
@@ -83,11 +86,15 @@ export class DataPlane implements ExchangeHost {
     }
     const hooks = this.middlewares
     for (const m of conf.middlewares) hooks.set(m.name, createMiddleware(m, conf.baseDir, conf.global.pluginsDir, shm, log, host))
-    const target = (r: RouterConf): RouteTarget => ({
-      service: this.services.get(r.service) ?? null,
-      chain: r.chain.length === 0 ? EMPTY_CHAIN : compileChain(r.chain.map((name) => ({ name, hooks: hooks.get(name)! }))),
-      routerSlot: slots.routers[r.name] ?? -1,
-    })
+    const target = (r: RouterConf): RouteTarget => {
+      const service = this.services.get(r.service) ?? null
+      return {
+        service,
+        chain: r.chain.length === 0 ? EMPTY_CHAIN : compileChain(r.chain.map((name) => ({ name, hooks: hooks.get(name)! }))),
+        routerSlot: slots.routers[r.name] ?? -1,
+        leaves: service?.group != null ? new Map() : null,
+      }
+    }
     for (const r of conf.routers) if (this.services.get(r.service)?.conf.kind === 'generate') this.#genRouters.add(r.name)
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
@@ -122,6 +129,8 @@ export class DataPlane implements ExchangeHost {
       balancer: createBalancer(s.balance, this.shm, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
       allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
       hostFallback: s.servers[0]?.address ?? 'localhost',
+      sticky: s.sticky === null ? null : new StickyCookies(s.sticky, s.name, s.servers),
+      group: s.group === null ? null : new GroupRuntime(s.group),
     }
   }
 
@@ -130,8 +139,12 @@ export class DataPlane implements ExchangeHost {
    * counts it: in flight (the caller gives it back with releaseServer) and
    * selected. Returns its index in the group, or -1 when none is usable.
    */
-  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number {
-    const idx = svc.balancer.pick(now(), svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
+  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number, prefer = -1): number {
+    const t = now()
+    // a sticky client keeps its server while it is usable: up, not drained, not in maintenance, weight > 0
+    const idx = prefer >= 0 && prefer !== exclude && isUsable(this.shm.i32, svc.servers[prefer]!.slot, t)
+      ? prefer
+      : svc.balancer.pick(t, svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
     if (idx < 0) return -1
     const slot = svc.servers[idx]!.slot
     this.stripe.addServer(slot, C_INFLIGHT)
@@ -245,10 +258,16 @@ export class DataPlane implements ExchangeHost {
   }
 
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
-    const svc = target.service
+    let svc = target.service
     if (svc === null) {
       this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
       return
+    }
+    if (svc.group !== null) {
+      // a weighted or failover service: the service it picks serves the request (groups nest, never in a cycle)
+      const t = now()
+      while (svc.group !== null) svc = svc.group.pick(this.shm.i32, t)
+      target = leafTarget(target, svc)
     }
     ctx.service = svc.conf.name
     if (svc.conf.kind === 'status') {
@@ -281,6 +300,7 @@ export class DataPlane implements ExchangeHost {
    */
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
     extra: readonly string[] = []): void {
+    ctx.errorCode = code
     this.#answer(ctx, client, ERRORS[code].status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
@@ -291,9 +311,10 @@ export class DataPlane implements ExchangeHost {
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
     ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
-    if (status >= 400 && isGrpc(ctx)) {
+    if (status >= 400 && (isGrpc(ctx) || isGrpcWeb(ctx))) {
       ctx.grpcStatus = grpcCode(status) // but the request counters count a gRPC call by the grpc-status it got
-      headers = grpcHeaders(status, body, headers)
+      // a gRPC-Web client gets its own content-type and, from the route's grpcWeb middleware, its CORS headers
+      headers = isGrpc(ctx) ? grpcHeaders(status, body, headers) : grpcHeaders(status, body, ctx.responseHeaders === null ? headers : [...headers, ...ctx.responseHeaders], ctx.header('content-type').split(';')[0]!)
       status = 200
       body = ''
     } else if (status >= 400 && this.#genRouters.size > 0) {
@@ -324,6 +345,13 @@ export class DataPlane implements ExchangeHost {
    * its end (the last body byte or the end of the response).
    */
   finish (ctx: Ctx): void {
+    const ends = ctx.ends
+    if (ends !== null) {
+      ctx.ends = null
+      for (const fn of ends) {
+        try { fn(ctx) } catch (err) { this.log.error('a middleware\'s end-of-request hook failed', { router: ctx.router, error: String(err) }) }
+      }
+    }
     const s = this.stripe
     s.add(G_WRITING, -1)
     s.add(G_BYTES_IN, ctx.bytesIn)

@@ -11,6 +11,7 @@ import type { Shm } from '../shm/layout.js'
 import type { Balancer } from '../upstream/balance.js'
 import type { H2Pool } from '../upstream/h2-pool.js'
 import type { ServerPool } from '../upstream/pool.js'
+import type { StickyCookies } from '../upstream/sticky.js'
 import type { Chain } from './request/chain.js'
 import type { ClientResponse } from './transport/client.js'
 import type { Ctx } from './request/context.js'
@@ -32,6 +33,18 @@ export interface ServiceRuntime {
   readonly allow: (ip: string) => boolean
   /** Host header for requests that came without one */
   readonly hostFallback: string
+  /** sticky sessions by cookie ([services.X.sticky.cookie]); null = none */
+  readonly sticky: StickyCookies | null
+  /** kind weighted or failover: which service takes a request (proxy/service-group.ts); null for the other kinds */
+  readonly group: ServiceGroupRuntime | null
+}
+
+/** A weighted or failover service at run time (implemented by proxy/service-group.ts GroupRuntime). */
+export interface ServiceGroupRuntime {
+  /** resolves the services it names, once every service of the generation is built */
+  link (byName: ReadonlyMap<string, ServiceRuntime>): void
+  /** the service that takes a request now (`i32`: shared memory, `t`: the tick) */
+  pick (i32: Int32Array, t: number): ServiceRuntime
 }
 
 export interface RouteTarget {
@@ -39,6 +52,8 @@ export interface RouteTarget {
   readonly chain: Chain
   /** the router's request-stats slot (/metrics) */
   readonly routerSlot: number
+  /** when `service` is a group: this target with each service the group picked (service-group.ts leafTarget); else null */
+  readonly leaves: Map<ServiceRuntime, RouteTarget> | null
 }
 
 /** What an exchange (proxy.ts, ws-proxy.ts, tcp-proxy.ts) needs of the data plane that started it (DataPlane). */
@@ -47,8 +62,8 @@ export interface ExchangeHost {
   readonly shm: Shm
   readonly stripe: Stripe
   readonly log: Logger
-  /** a server of `svc` for this client, counted in flight; -1 when none is usable */
-  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number): number
+  /** a server of `svc` for this client (`prefer` when it is usable and not `exclude`), counted in flight; -1 when none is usable */
+  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number, prefer?: number): number
   /** the exchange on a claimed server ended; bytes for the server's counters */
   releaseServer (slot: number, bytesIn: number, bytesOut: number): void
   /** a connect (connectPhase) or response failure; `passive` marks the server down after max_fails */

@@ -6,6 +6,7 @@
 // X-Next-Page; errors are {"message"} as text/plain, as Traefik's http.Error.
 import type { Config } from '../../config/load.js'
 import type { ServiceConf } from '../../config/dynamic.js'
+import type { StickyCookieConf } from '../../config/sticky.js'
 import { formatHostPort } from '../../config/static.js'
 import type { AdminContext } from '../context.js'
 import { VERSION } from '../context.js'
@@ -33,9 +34,28 @@ function provider (ctx: AdminContext, service: string): string {
   return ctx.store.apiOwned(service) ? 'api' : 'file'
 }
 
+/** Traefik's sticky.cookie fields (its names; empty ones left out, as Traefik's JSON omits them) */
+function stickyView (k: StickyCookieConf): Obj {
+  return {
+    name: k.name,
+    ...(k.secure ? { secure: true } : {}),
+    ...(k.httpOnly ? { httpOnly: true } : {}),
+    ...(k.sameSite !== '' ? { sameSite: k.sameSite } : {}),
+    ...(k.maxAge !== 0 ? { maxAge: k.maxAge } : {}),
+    path: k.path,
+    ...(k.domain !== '' ? { domain: k.domain } : {}),
+  }
+}
+
 function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Obj {
   const p = provider(ctx, s.name)
   const base: Obj = { status: 'enabled', usedBy, name: `${s.name}@${p}`, provider: p }
+  const g = s.group
+  if (g !== null) {
+    return g.kind === 'weighted'
+      ? { weighted: { services: g.services.map((x) => ({ name: x.name, weight: x.weight })) }, ...base, type: 'weighted' }
+      : { failover: { service: g.service, fallback: g.fallback }, ...base, type: 'failover' }
+  }
   if (s.kind !== 'proxy') return { ...base, type: s.kind }
   const serverStatus: Record<string, string> = {}
   const servers = s.servers.map((srv) => {
@@ -50,6 +70,7 @@ function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Ob
       servers,
       strategy: STRATEGY[s.balance],
       passHostHeader: true,
+      ...(s.sticky !== null ? { sticky: { cookie: stickyView(s.sticky) } } : {}),
       ...(anyChecked ? { healthCheck: { ...(hc.type === 'grpc' ? { mode: 'grpc' } : {}), path: hc.path, interval: goDuration(hc.intervalMs), timeout: goDuration(hc.timeoutMs), status: hc.status } } : {}),
     },
     ...base,

@@ -15,6 +15,14 @@ export function isGrpc (ctx: Ctx): boolean {
   return ct.startsWith('application/grpc') && (ct.length === 16 || ct[16] === '+' || ct[16] === ';')
 }
 
+/**
+ * A gRPC-Web call (application/grpc-web...) reads lb's errors the same way: HTTP 200 and grpc-status in
+ * the headers (a Trailers-Only answer, which gRPC-Web clients read from the response headers).
+ */
+export function isGrpcWeb (ctx: Ctx): boolean {
+  return ctx.header('content-type').startsWith('application/grpc-web')
+}
+
 /** The gRPC status code for an HTTP status lb answers with (>= 400). */
 export function grpcCode (status: number): number {
   switch (status) {
@@ -38,8 +46,8 @@ function grpcMessage (body: string): string {
 }
 
 /** The headers of a Trailers-Only answer standing for an HTTP `status` with `body`, plus the answer's own `extra` headers. */
-export function grpcHeaders (status: number, body: string, extra: readonly string[]): string[] {
-  const h = ['content-type', 'application/grpc', 'grpc-status', String(grpcCode(status)), 'grpc-message', grpcMessage(body)]
+export function grpcHeaders (status: number, body: string, extra: readonly string[], contentType = 'application/grpc'): string[] {
+  const h = ['content-type', contentType, 'grpc-status', String(grpcCode(status)), 'grpc-message', grpcMessage(body)]
   // keep what tells the client why or when (retry-after, www-authenticate, allow), not the HTML shape's content-type
   for (let i = 0; i < extra.length; i += 2) if (extra[i] !== 'content-type') h.push(extra[i]!, extra[i + 1]!)
   return h

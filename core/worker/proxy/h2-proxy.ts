@@ -11,6 +11,7 @@ import type { ClientResponse } from '../transport/client.js'
 import { ServerTries } from './server-tries.js'
 import type { ExchangeHost, RouteTarget } from '../runtime.js'
 import { H2_CANCEL } from '../../upstream/h2-pool.js'
+import { Base64Reader, GRPC_WEB_TEXT, grpcContentType, trailerFrame, webBody, webContentType } from './grpc-web.js'
 
 /** Request fields not forwarded over HTTP/2 (connection-specific, RFC 9113 §8.2.2; `te` is kept: gRPC needs "trailers"). */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'x-real-ip', 'x-forwarded-proto', 'content-length'])
@@ -52,7 +53,7 @@ export class H2Exchange extends ServerTries {
   start (): void {
     const ctx = this.#ctx
     const client = this.#client
-    const server = this.claimServer(ctx.remoteAddress, false)
+    const server = this.claimFor(ctx, false)
     if (server === null) {
       this.#host.error(ctx, client, 'LB_ERR_NO_SERVER', this.noServerParams())
       return
@@ -73,6 +74,12 @@ export class H2Exchange extends ServerTries {
     headers['x-real-ip'] = ctx.remoteAddress
     headers['x-forwarded-for'] = xff === '' ? ctx.remoteAddress : xff + ', ' + ctx.remoteAddress
     headers['x-forwarded-proto'] = ctx.proto
+    const web = ctx.grpcWeb
+    if (web !== 0) {
+      // a gRPC-Web call goes to the server as gRPC (grpc-web.ts)
+      headers['content-type'] = grpcContentType(ctx.header('content-type'))
+      headers.te = 'trailers'
+    }
     const serverMs = this.#host.conf.timeouts.serverMs
     const asked = grpcTimeoutMs(ctx.header('grpc-timeout'))
     const deadline = asked < 0 ? serverMs : Math.min(asked, serverMs)
@@ -98,11 +105,12 @@ export class H2Exchange extends ServerTries {
       end()
       this.#host.finish(ctx)
     })
+    const text = web === GRPC_WEB_TEXT ? new Base64Reader() : null
     if (ctx.contentLength !== 0) {
       client.onBody((chunk, last) => {
         bytesOut += chunk.length
         ctx.bytesIn += chunk.length
-        const ok = up.write(Buffer.from(chunk))
+        const ok = up.write(text === null ? Buffer.from(chunk) : text.push(chunk, last))
         if (last) up.end()
         else if (!ok) {
           client.pauseBody()
@@ -120,10 +128,16 @@ export class H2Exchange extends ServerTries {
         if (k.startsWith(':') || v === undefined) continue
         for (const x of Array.isArray(v) ? v : [String(v)]) flat.push(k, x)
       }
+      if (ctx.responseHeaders !== null) flat.push(...ctx.responseHeaders)
+      if (web !== 0) {
+        const i = flat.indexOf('content-type')
+        if (i >= 0 && i % 2 === 0) flat[i + 1] = webContentType(flat[i + 1]!, web)
+      }
       client.head(status, '', flat, -1)
     })
-    up.on('data', (d: Buffer) => {
-      bytesIn += d.length
+    up.on('data', (raw: Buffer) => {
+      bytesIn += raw.length
+      const d = web === 0 ? raw : webBody(raw, web)
       ctx.bytesOut += d.length
       if (!client.body(d, 0, d.length)) {
         up.pause()
@@ -142,7 +156,13 @@ export class H2Exchange extends ServerTries {
         ctx.status = ctx.status || 200
       }
       this.#host.finish(ctx)
-      client.sendTrailers?.(trailers)
+      if (web !== 0) {
+        // a browser cannot read trailers: they end the body as gRPC-Web's trailer frame
+        if (trailers.length > 0) {
+          const f = trailerFrame(trailers, web)
+          client.body(f, 0, f.length)
+        }
+      } else client.sendTrailers?.(trailers)
       trailers = []
       client.end()
     })

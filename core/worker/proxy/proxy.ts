@@ -94,7 +94,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
 
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
   #connect (retry: boolean, failed: ErrorCode | null = null, counted = true): void {
-    const server = this.claimServer(this.#ctx.remoteAddress, retry, counted)
+    const server = this.claimFor(this.#ctx, retry, counted)
     if (server === null) {
       if (failed !== null) this.#fail(failed, {})
       else this.#fail('LB_ERR_NO_SERVER', this.noServerParams())
@@ -316,9 +316,11 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
         this.#connect(false, reported, false)
         return
       }
-      if (this.mayRetry()) {
+      if (this.mayRetry(this.#ctx.retryLimit)) {
         this.#ctx.retries++
-        this.#connect(true, reported)
+        const wait = this.retryDelay(this.#ctx)
+        if (wait === 0) this.#connect(true, reported)
+        else setTimeout(() => { if (!this.#finished) this.#connect(true, reported) }, wait)
         return
       }
     }

@@ -12,6 +12,8 @@ import type { ServiceConf } from '../../config/dynamic.js'
 import { C_RETRIES } from '../../shm/layout.js'
 import { noServerReason } from '../../shm/server-why.js'
 import type { ExchangeHost, ServerRuntime, ServiceRuntime } from '../runtime.js'
+import type { Ctx } from '../request/context.js'
+import type { StickyCookies } from '../../upstream/sticky.js'
 
 export class ServerTries {
   readonly #host: ExchangeHost
@@ -25,6 +27,10 @@ export class ServerTries {
   #attempts = 0
   /** tick when the first try began (retry_timeout): the exchange is created when it starts */
   readonly #firstTry = now()
+  /** sticky sessions: the server index the request's cookie names (-2: not read yet, -1: none) */
+  #stickyWant = -2
+  /** index in ctx.responseHeaders of the Set-Cookie value this exchange added; -1: none */
+  #stickyAt = -1
 
   /** `svc` null: the exchange has no service (it ends without a try). */
   constructor (host: ExchangeHost, svc: ServiceRuntime | null) {
@@ -37,9 +43,9 @@ export class ServerTries {
    * when `retry`. `counted` false: a try again that is not a try of its own (a
    * stale keep-alive connection, HTTP). Null when no server is usable.
    */
-  protected claimServer (remoteAddress: string, retry: boolean, counted = true): ServerRuntime | null {
+  protected claimServer (remoteAddress: string, retry: boolean, counted = true, prefer = -1): ServerRuntime | null {
     const svc = this.#tried!
-    const idx = this.#host.claimServer(svc, remoteAddress, retry ? this.#idx : -1)
+    const idx = this.#host.claimServer(svc, remoteAddress, retry ? this.#idx : -1, prefer)
     if (idx < 0) return null
     const server = svc.servers[idx]!
     this.server = server
@@ -47,6 +53,39 @@ export class ServerTries {
     this.#slot = server.slot
     if (counted) this.#attempts++
     return server
+  }
+
+  /**
+   * claimServer for an HTTP request (HTTP/1.1, HTTP/2, WebSocket). With sticky sessions it prefers the
+   * server the request's cookie names, while usable, and pins the client to the server it got otherwise
+   * (a Set-Cookie in the answer; a retry on another server rewrites it).
+   */
+  protected claimFor (ctx: Ctx, retry: boolean, counted = true): ServerRuntime | null {
+    const sticky = this.#tried!.sticky
+    if (sticky === null) return this.claimServer(ctx.remoteAddress, retry, counted)
+    if (this.#stickyWant === -2) this.#stickyWant = sticky.wanted(ctx.headers)
+    const server = this.claimServer(ctx.remoteAddress, retry, counted, this.#stickyWant)
+    if (server !== null) this.#pin(ctx, sticky)
+    return server
+  }
+
+  #pin (ctx: Ctx, sticky: StickyCookies): void {
+    const idx = this.#idx
+    if (this.#stickyAt >= 0) {
+      ctx.responseHeaders![this.#stickyAt] = sticky.setCookie(idx)
+      return
+    }
+    if (idx === this.#stickyWant) return
+    // a copy: a middleware may have put its own frozen list there
+    const rh = ctx.responseHeaders === null ? [] : ctx.responseHeaders.slice()
+    rh.push('set-cookie', sticky.setCookie(idx))
+    this.#stickyAt = rh.length - 1
+    ctx.responseHeaders = rh
+  }
+
+  /** The retry middleware's wait before this retry (ms): its initial interval, doubled after each retry; 0 = at once. */
+  protected retryDelay (ctx: Ctx): number {
+    return ctx.retryIntervalMs === 0 ? 0 : ctx.retryIntervalMs * 2 ** Math.min(this.#attempts - 1, 16)
   }
 
   /** LB_ERR_NO_SERVER's parameters: the service and why none of its servers is usable now. */
@@ -68,11 +107,14 @@ export class ServerTries {
     this.#host.releaseServer(server.slot, bytesIn, bytesOut)
   }
 
-  /** After a failed try that can be sent again: true (and counted on the failed server) when another may start. */
-  protected mayRetry (): boolean {
+  /**
+   * After a failed try that can be sent again: true (and counted on the failed server) when another may
+   * start. `retries`: the retry middleware's limit for this request (-1: the service's).
+   */
+  protected mayRetry (retries = -1): boolean {
     const conf = this.#tried!.conf
     const limit = conf.retryTimeoutMs
-    if (this.#attempts > conf.retries || (limit !== 0 && ((now() - this.#firstTry) | 0) >= limit)) return false
+    if (this.#attempts > (retries >= 0 ? retries : conf.retries) || (limit !== 0 && ((now() - this.#firstTry) | 0) >= limit)) return false
     this.#host.stripe.addServer(this.#slot, C_RETRIES)
     return true
   }

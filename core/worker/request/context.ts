@@ -47,8 +47,15 @@ export class Ctx {
   server = ''
   /** tries on another server after a failure (core/worker/proxy/proxy.ts) */
   retries = 0
+  /** the retry middleware's limit of retries for this request (-1: the service's `retries`) and the wait before the first, ms (doubling) */
+  retryLimit = -1
+  retryIntervalMs = 0
   /** status sent to the client (0 until sent) */
   status = 0
+  /** the error code of an answer lb made itself (DataPlane.error), '' otherwise: circuitBreaker tells network errors by it */
+  errorCode = ''
+  /** set by the grpcWeb middleware: 0 none, 1 binary, 2 base64 text (core/worker/proxy/grpc-web.ts) */
+  grpcWeb = 0
   /** the grpc-status a gRPC client got (h2-proxy.ts from the server, or lb's own answer); -1 = none seen: the request counters (/metrics) */
   grpcStatus = -1
   bytesIn = 0
@@ -69,6 +76,8 @@ export class Ctx {
   dropHeaders: string[] | null = null
   /** extra headers for the client response, flat [name, value, ...] */
   responseHeaders: string[] | null = null
+  /** run once when the request ends, however it ends (atEnd in core/plugin.ts; DataPlane.finish) */
+  ends: Array<(ctx: Ctx) => void> | null = null
 
   header (name: string): string {
     const h = this.headers

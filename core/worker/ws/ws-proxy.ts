@@ -81,7 +81,7 @@ export class WsTunnel extends WsRelay implements ResponseSink {
   /** `failed`: the error of the attempt being retried, reported if no other server is left. */
   #connect (retry: boolean, failed: ErrorCode | null): void {
     const dp = this.dp
-    const server = this.claimServer(this.ctx.remoteAddress, retry)
+    const server = this.claimFor(this.ctx, retry)
     if (server === null) {
       if (failed !== null) this.#fail(failed, {})
       else this.#fail('LB_ERR_NO_SERVER', this.noServerParams())
@@ -254,8 +254,9 @@ export class WsTunnel extends WsRelay implements ResponseSink {
       this.finish()
       return
     }
-    if (connectPhase && this.mayRetry()) {
-      // nothing reached the server: the upgrade request can go to another one
+    if (connectPhase && this.mayRetry(this.ctx.retryLimit)) {
+      // nothing reached the server: the upgrade request can go to another one (at once: the retry
+      // middleware's interval applies to HTTP requests, a handshake's connect timer runs meanwhile)
       this.#connect(true, code)
       return
     }
