@@ -3,6 +3,8 @@
 // objects; one increment per finished request.
 
 import type { ConsumerUsage } from './budget/usage.js'
+import type { ModelSeries } from './dispatch/model-usage.js'
+import type { GenView } from './view.js'
 
 export const GEN_ENDPOINTS = ['generate', 'chat', 'embed', 'tags', 'show', 'ps', 'version', 'other'] as const
 export type GenEndpoint = typeof GEN_ENDPOINTS[number]
@@ -24,6 +26,10 @@ export interface GenStats {
   runnerRestarts: number
   /** Per consumer label (the keys' consumers and "other"): admitted requests, token usage, refusals. */
   consumers: ReadonlyMap<string, ConsumerUsage>
+  /** Per (server, model) that served a request: requests, tokens, in flight, TTFT and TPOT (dispatch/model-usage.ts). */
+  models: ReadonlyMap<string, ModelSeries>
+  /** The servers, their models and the budgets, built when called (view.ts). */
+  view (): GenView
 }
 
 export function emptyRequests (): GenStats['requests'] {
