@@ -8,8 +8,8 @@
 // configured server's name or "local", model = a model one of them has.
 import type { Registry } from 'prom-client'
 import { type ConsumerUsage, TOKEN_BUCKETS, TOKEN_SUM } from '../gen/budget/usage.js'
-import { type ModelSeries, TPOT_BUCKETS, TTFT_BUCKETS } from '../gen/dispatch/model-usage.js'
-import type { GenStats } from '../gen/stats.js'
+import { TPOT_BUCKETS, TTFT_BUCKETS } from '../gen/dispatch/model-usage.js'
+import type { GenStats, ModelSeries } from '../gen/stats.js'
 import { type Labels, ShmHistogram } from './shm-histogram.js'
 
 /** Registers a family whose samples are recomputed at each scrape (core/admin/metrics.ts). */

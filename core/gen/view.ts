@@ -4,39 +4,21 @@
 // requests, tokens), and each keyed consumer's budget use. Built on demand
 // from what the service already holds; nothing here is on the request path.
 
-import type { BudgetView } from './budget/budget.js'
-import { LOCAL, type ModelSeries } from './dispatch/model-usage.js'
-import type { GenEnv } from './dispatch/generation.js'
+import type { Budget } from './budget/budget.js'
+import { LOCAL, type ModelUsage } from './dispatch/model-usage.js'
+import type { Scheduler } from './local/scheduler.js'
+import type { ModelCatalog } from './models/catalog.js'
+import type { RemoteRegistry } from './remote/registry.js'
+import type { GenView, ModelSeries, ModelView, ServerView } from './stats.js'
 
-export interface ModelView {
-  model: string
-  loaded: boolean
-  inFlight: number
-  /** Requests this server took for the model, since start, all outcomes. */
-  requests: number
-  inputTokens: number
-  outputTokens: number
-}
-
-export interface ServerView {
-  /** "local" or the configured server's name. */
-  name: string
-  /** local, ollama, openai or lb */
-  kind: string
-  url: string
-  up: boolean
-  /** Why it is down ('' when up). */
-  reason: string
-  /** Requests in flight to it now, all models. */
-  inFlight: number
-  models: ModelView[]
-}
-
-export interface GenView {
-  servers: ServerView[]
-  /** Local jobs waiting for a free sequence. */
-  queueDepth: number
-  budgets: BudgetView[]
+/** What the view reads: the service's parts (dispatch/generation.ts GenEnv has them all). */
+export interface ViewParts {
+  readonly conf: { readonly socket: string }
+  readonly catalog: ModelCatalog
+  readonly scheduler: Scheduler
+  readonly remote: RemoteRegistry
+  readonly budget: Budget
+  readonly usage: ModelUsage
 }
 
 function modelView (model: string, loaded: boolean, s: ModelSeries | undefined): ModelView {
@@ -54,7 +36,7 @@ function models (series: ReadonlyMap<string, ModelSeries>, server: string, liste
 
 const sum = (ms: readonly ModelView[]): number => ms.reduce((n, m) => n + m.inFlight, 0)
 
-export function genView (env: GenEnv): GenView {
+export function genView (env: ViewParts): GenView {
   const series = env.usage.series
   const loadedHere = new Set(env.scheduler.loaded().map((m) => m.name))
   const local = models(series, LOCAL, env.catalog.known().sort(), (m) => loadedHere.has(m))

@@ -15,7 +15,7 @@
 
 import type { IncomingMessage } from 'node:http'
 import { observe } from '../budget/usage.js'
-import { GEN_OUTCOMES, type GenOutcome } from '../stats.js'
+import { GEN_OUTCOMES, type GenOutcome, type ModelSeries } from '../stats.js'
 
 /** Seconds: OpenTelemetry's advice for gen_ai.server.time_to_first_token. */
 export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10] as const
@@ -24,21 +24,6 @@ export const TPOT_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
 
 /** The server label of models this process runs. */
 export const LOCAL = 'local'
-
-export interface ModelSeries {
-  readonly server: string
-  readonly model: string
-  /** Requests a server took, by how they ended. */
-  readonly requests: Record<GenOutcome, number>
-  /** Prompt (input) and completion (output) tokens of the requests that ended with a result. */
-  inputTokens: number
-  outputTokens: number
-  /** Requests running (or queued, locally) on this server for this model now. */
-  inFlight: number
-  /** Histogram blocks in seconds: one count per bucket, +Inf, then the sum (core/admin/metrics.ts reads them). */
-  readonly ttft: Float64Array
-  readonly tpot: Float64Array
-}
 
 /** When each request reached the generation service (set by the HTTP handler; weak: gone with the request). */
 const arrivals = new WeakMap<IncomingMessage, bigint>()
