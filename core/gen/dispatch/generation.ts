@@ -160,9 +160,12 @@ export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, 
   const ticket = env.budget.admit(who)
   if (isApiError(ticket)) {
     env.requests[endpoint].client_error++
+    tap?.leave()
     fail(ticket)
     return 0
   }
+  // taken by the local server from here on (a request over budget never was): its end is counted there
+  tap?.at(LOCAL, spec.model)
   const metered = env.budget.meter(who, ticket, sink)
   let finished = false
   let timer: NodeJS.Timeout | null = null
@@ -251,10 +254,9 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
   if (r.loadOnly && keepAliveMs === 0) {
     env.scheduler.unload(r.model)
     writer.loaded('unload')
-    tap.end('ok') // not a request the model served: leaves a remote series it was tried on, if any
+    tap.leave() // not a request a model served
     return 200
   }
-  tap.at(LOCAL, e.name)
   const info = await env.catalog.info(e).catch(() => null)
   const spec = buildJob(env.conf, r, e, info === null ? 0 : contextLength(info))
   const started = process.hrtime.bigint()

@@ -113,6 +113,14 @@ export class UsageTap {
     s.inFlight--
   }
 
+  /** The request ends served by no server (refused over budget, an unload): it leaves where it was tried, counted nowhere. */
+  leave (): void {
+    if (this.#ended) return
+    this.#ended = true
+    if (this.#series !== null) this.#series.inFlight--
+    this.#series = null
+  }
+
   #ttft (at: bigint): void {
     if (this.#series !== null) observe(this.#series.ttft, seconds(at - this.#arrived), TTFT_BUCKETS)
   }
