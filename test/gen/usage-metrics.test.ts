@@ -15,9 +15,9 @@ import { test } from 'node:test'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
-import { sock, requireTool } from '../admin/util.js'
+import { requireTool, sock, startAdminLb } from '../admin/util.js'
 import { connect, startChromium, stopChromium } from '../chromium.js'
-import { sleep, startLb } from '../helpers.js'
+import { simpleConfig, sleep, startLb } from '../helpers.js'
 import { gatewayConfig, RANDOM, startGen, STORIES, until, withinOneMinute } from './helpers.js'
 
 const KEY = 'lb-usage-metrics-0123456789abcdef'
@@ -161,24 +161,8 @@ path = "lb.sock"
 })
 
 test('without [generation]: /api/lb/generation says so and `show models` explains', async (t) => {
-  const lb = await startLb(`[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-[dashboard]
-address = "127.0.0.1:0"
-insecure = true
-api = true
-[runtime_socket]
-enabled = true
-path = "lb.sock"
-[routers.r]
-rule = "PathPrefix(\`/\`)"
-service = "s"
-[services.s]
-[[services.s.servers]]
-address = "127.0.0.1:9"
-`)
-  t.after(() => lb.stop())
-  const dash = `http://127.0.0.1:${await lb.portOf('dashboard')}`
-  assert.deepEqual(await (await fetch(`${dash}/api/lb/generation`)).json(), { enabled: false, servers: [], queueDepth: 0, budgets: [] })
-  assert.match(await sock(join(lb.dir, 'run', 'lb.sock'), 'show models'), /^The generation service is not running/)
+  const a = await startAdminLb(simpleConfig(['127.0.0.1:9']))
+  t.after(() => a.lb.stop())
+  assert.deepEqual(await (await fetch(`${a.dash}/api/lb/generation`)).json(), { enabled: false, servers: [], queueDepth: 0, budgets: [] })
+  assert.match(await sock(a.sock, 'show models'), /^The generation service is not running/)
 })
