@@ -4,6 +4,7 @@
 // server words (the runtime socket's commands and the config API's
 // runtime/servers), never by messaging workers themselves.
 import type { AdminCore } from './core.js'
+import type { GenStats } from '../gen/stats.js'
 import type { Sampler } from './sampler.js'
 
 export type { AdminCore } from './core.js'
@@ -11,6 +12,8 @@ export type { AdminCore } from './core.js'
 export interface AdminContext extends AdminCore {
   /** per-second rates, peaks and the dashboard history (core/admin/sampler.ts) */
   readonly sampler: Sampler
+  /** The generation service's stats() once it is attached (Management.attachGen), else null: [generation] is off. */
+  readonly gen: () => GenStats | null
 }
 
 export const VERSION = '0.1.0'

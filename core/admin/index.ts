@@ -26,7 +26,7 @@ import { Sampler } from './sampler.js'
 import type { SharedConfig } from '../cluster/shared-config.js'
 
 export interface Management {
-  /** Exposes the generation service's stats() on /metrics (no-op when metrics are off). */
+  /** Exposes the generation service's stats() on /metrics, the dashboard's /api/lb/generation and `show models`. */
   attachGen (stats: () => GenStats): void
   /** Serves what the listeners accepted and hold, and everything after: lb is ready. */
   open (): void
@@ -35,13 +35,15 @@ export interface Management {
   close (): Promise<void>
 }
 
-export type Base = Omit<AdminContext, 'store' | 'sampler'>
+export type Base = Omit<AdminContext, 'store' | 'sampler' | 'gen'>
 
 /** `shared`: the cluster's config state ([cluster]), or null for a single node. */
 export async function startManagement (base: Base, shared: SharedConfig | null = null): Promise<Management> {
   const store = new ConfigStore(base.configPath, base.apply, base.fits, base.log, shared)
   const sampler = new Sampler({ ...base, store })
-  const ctx: AdminContext = { ...base, store, sampler }
+  // the one channel to the generation service, filled by attachGen (core/main.ts starts that service after this)
+  let genStats: (() => GenStats) | null = null
+  const ctx: AdminContext = { ...base, store, sampler, gen: () => genStats?.() ?? null }
   sampler.start()
   const conf = ctx.config()
   let open!: () => void
@@ -95,5 +97,9 @@ export async function startManagement (base: Base, shared: SharedConfig | null =
     throw err
   }
   ctx.log.info('management started', { config_version: store.version })
-  return { close, open, listeners, attachGen: (stats) => metrics?.attachGen(stats) }
+  const attachGen = (stats: () => GenStats): void => {
+    genStats = stats
+    metrics?.attachGen(stats)
+  }
+  return { close, open, listeners, attachGen }
 }

@@ -13,6 +13,7 @@ import { ModelCatalog } from './models/catalog.js'
 import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
 import { Budget } from './budget/budget.js'
+import { ModelUsage } from './dispatch/model-usage.js'
 import type { BudgetCluster } from './budget/exchange.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
@@ -21,6 +22,7 @@ import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
 import { Supervisor } from './local/supervisor.js'
 import { ensureTinyModel } from './models/tiny-model.js'
+import { genView } from './view.js'
 
 export type { GenStats } from './stats.js'
 
@@ -70,7 +72,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog)
-  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys) }
+  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys), usage: new ModelUsage() }
   const exchange = cluster === null ? null : env.budget.exchange(cluster, glog)
   const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
   const servers: Server[] = []
@@ -82,6 +84,8 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     inFlight: scheduler.inFlight,
     runnerRestarts: supervisor.restarts,
     consumers: env.budget.usage.byLabel,
+    models: env.usage.series,
+    view: () => genView(env),
   })
   let tcpAddress: GenerationService['tcpAddress'] = null
   let closed: Promise<void> | null = null
@@ -115,6 +119,8 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     }
     supervisor.start()
     remote.start()
+    // the local models' names for the views (requests scan again when they miss)
+    void catalog.list().catch(() => undefined)
     exchange?.start()
   } catch (e) {
     await close()

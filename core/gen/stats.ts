@@ -1,7 +1,8 @@
-// Counters of the generation service, read by stats() (the Prometheus metrics
-// of a later issue pull them at scrape time). Plain numbers in fixed-shape
-// objects; one increment per finished request.
+// Counters of the generation service and the shapes stats() hands the admin
+// surfaces (/metrics, the dashboard, `show models`), which read them at their
+// own pace. Plain numbers in fixed-shape objects; one increment per finished request.
 
+import type { BudgetView } from './budget/budget.js'
 import type { ConsumerUsage } from './budget/usage.js'
 
 export const GEN_ENDPOINTS = ['generate', 'chat', 'embed', 'tags', 'show', 'ps', 'version', 'other'] as const
@@ -24,6 +25,10 @@ export interface GenStats {
   runnerRestarts: number
   /** Per consumer label (the keys' consumers and "other"): admitted requests, token usage, refusals. */
   consumers: ReadonlyMap<string, ConsumerUsage>
+  /** Per (server, model) that served a request: requests, tokens, in flight, TTFT and TPOT (dispatch/model-usage.ts). */
+  models: ReadonlyMap<string, ModelSeries>
+  /** The servers, their models and the budgets, built when called (view.ts). */
+  view (): GenView
 }
 
 export function emptyRequests (): GenStats['requests'] {
@@ -41,4 +46,51 @@ export function outcomeOf (status: number): GenOutcome {
   if (status === 503) return 'busy'
   if (status === 504) return 'timeout'
   return status < 500 ? 'client_error' : 'error'
+}
+
+/** One (server, model)'s usage (dispatch/model-usage.ts counts it). */
+export interface ModelSeries {
+  readonly server: string
+  readonly model: string
+  /** Requests a server took, by how they ended. */
+  readonly requests: Record<GenOutcome, number>
+  /** Prompt (input) and completion (output) tokens of the requests that ended with a result. */
+  inputTokens: number
+  outputTokens: number
+  /** Requests running (or queued, locally) on this server for this model now. */
+  inFlight: number
+  /** Histogram blocks in seconds: one count per bucket, +Inf, then the sum (core/admin/metrics.ts reads them). */
+  readonly ttft: Float64Array
+  readonly tpot: Float64Array
+}
+
+export interface ModelView {
+  model: string
+  loaded: boolean
+  inFlight: number
+  /** Requests this server took for the model, since start, all outcomes. */
+  requests: number
+  inputTokens: number
+  outputTokens: number
+}
+
+export interface ServerView {
+  /** "local" or the configured server's name. */
+  name: string
+  /** local, ollama, openai or lb */
+  kind: string
+  url: string
+  up: boolean
+  /** Why it is down ('' when up). */
+  reason: string
+  /** Requests in flight to it now, all models. */
+  inFlight: number
+  models: ModelView[]
+}
+
+export interface GenView {
+  servers: ServerView[]
+  /** Local jobs waiting for a free sequence. */
+  queueDepth: number
+  budgets: BudgetView[]
 }

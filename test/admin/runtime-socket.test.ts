@@ -135,6 +135,7 @@ test('runtime socket: every command replies in full to a client that half-closes
     'show stat': 'show stat',
     'show sess': 'show sess',
     'show cluster': 'show cluster',
+    'show models': 'show models',
     'show servers state': 'show servers state web',
     'set server': 'set server web/s1 state ready',
     'disable server': 'disable server web/s2;enable server web/s2',

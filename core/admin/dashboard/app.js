@@ -1,6 +1,7 @@
 // The dashboard page: every POLL_MS it reads the control plane's per-second
 // history (/api/lb/history: the last 15 minutes, so a page opened late shows
-// what led to now), the per-server detail (/api/lb/servers) and the Traefik
+// what led to now), the per-server detail (/api/lb/servers), the generation
+// service's model servers and budgets (/api/lb/generation) and the Traefik
 // API (entry points, routers, middlewares), and draws them. Plain browser
 // JavaScript, no build step and no external assets (the page must work with
 // no network beyond this listener).
@@ -94,6 +95,31 @@ function renderServers (servers) {
   }).join('')
 }
 
+/** `used` of `limit` (0 = no limit) */
+function of (used, limit) {
+  return limit > 0 ? `${used} / ${limit}` : String(used)
+}
+
+function renderGeneration (g) {
+  document.getElementById('generation').hidden = !g.enabled
+  if (!g.enabled) return
+  const inFlight = g.servers.reduce((n, s) => n + s.inFlight, 0)
+  document.getElementById('gen-queue').textContent = `${inFlight} in flight, ${g.queueDepth} queued locally`
+  document.querySelector('#gen-models tbody').innerHTML = g.servers.map((s) => {
+    const head = `<tr class="gen-server" data-server="${esc(s.name)}" data-up="${s.up}" data-inflight="${s.inFlight}"><td class="svc" colspan="6">${esc(s.name)}
+      <span class="badge ${s.up ? 'UP' : 'DOWN'}">${s.up ? 'UP' : 'DOWN'}</span> <code>${esc(s.kind)} ${esc(s.url)}</code> ${s.inFlight} in flight
+      <span class="reason">${esc(s.reason)}</span></td></tr>`
+    return head + s.models.map((m) => `<tr class="gen-model" data-server="${esc(s.name)}" data-model="${esc(m.model)}" data-loaded="${m.loaded}"
+      data-inflight="${m.inFlight}" data-requests="${m.requests}"><td>${esc(m.model)}</td><td>${m.loaded ? 'yes' : 'no'}</td>
+      <td class="num">${m.inFlight}</td><td class="num">${m.requests}</td><td class="num">${m.inputTokens}</td><td class="num">${m.outputTokens}</td></tr>`).join('')
+  }).join('')
+  document.querySelector('#gen-budgets tbody').innerHTML = g.budgets.length === 0
+    ? '<tr><td colspan="5">no keys configured</td></tr>'
+    : g.budgets.map((b) => `<tr class="gen-budget" data-consumer="${esc(b.consumer)}" data-requests="${b.requests}"><td>${esc(b.consumer)}</td>
+      <td class="num">${of(b.requests, b.limits.rpm)}</td><td class="num">${of(b.minuteTokens, b.limits.tpm)}</td>
+      <td class="num">${of(b.dayTokens, b.limits.tpd)}</td><td class="num">${of(b.inFlight, b.limits.maxInFlight)}</td></tr>`).join('')
+}
+
 function renderEntryPoints (eps) {
   document.querySelector('#entrypoints tbody').innerHTML = eps.map((e) =>
     `<tr data-name="${esc(e.name)}"><td>${esc(e.name)}</td><td><code>${esc(e.address)}</code></td></tr>`).join('')
@@ -123,12 +149,14 @@ async function getJson (path) {
 
 async function poll () {
   try {
-    const [hist, servers, eps, routers, mws, version] = await Promise.all([
+    const [hist, servers, eps, routers, mws, version, gen] = await Promise.all([
       getJson('../api/lb/history'), getJson('../api/lb/servers'), getJson('../api/entrypoints?per_page=1000'),
       getJson('../api/http/routers?per_page=1000'), getJson('../api/http/middlewares?per_page=1000'), getJson('../api/version'),
+      getJson('../api/lb/generation'),
     ])
     renderHistory(hist)
     renderServers(servers)
+    renderGeneration(gen)
     renderEntryPoints(eps)
     renderRouters(routers)
     renderMiddlewares(mws)

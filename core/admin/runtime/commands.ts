@@ -12,6 +12,7 @@ import type { AdminContext } from '../context.js'
 import { ALL_STATS, type StatFilter, showInfo, showServersState, showStat } from './haproxy-stats.js'
 import { showSess } from './show-sess.js'
 import { showCluster } from './show-cluster.js'
+import { showModels } from './show-models.js'
 import { clearTable, showTable } from './show-table.js'
 
 /** Output lines of one command, without the terminating empty line (commands never print an empty line). */
@@ -101,6 +102,10 @@ export const COMMANDS: readonly Command[] = [
   {
     words: ['show', 'cluster'], usage: 'show cluster', help: 'report this node, the live nodes of the cluster, Redis health and the last sync', mutates: false,
     handler: (ctx) => showCluster(ctx),
+  },
+  {
+    words: ['show', 'models'], usage: 'show models', help: 'report each model server\'s models: loaded, in flight, requests, tokens', mutates: false,
+    handler: (ctx) => showModels(ctx),
   },
   {
     words: ['show', 'table'], usage: 'show table [<table> [<filter>]*]', help: 'report table usage stats or dump a rate limit\'s entries (filter: data/key)', mutates: false,

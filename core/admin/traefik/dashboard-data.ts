@@ -91,6 +91,14 @@ export function dashboardData (ctx: AdminContext): Surface {
       help: 'every server: state, admin state, weight, rate, share, errors, in flight, last check and why it is out',
       handler: () => ({ status: 200, json: ctx.config().services.filter((s) => s.kind === 'proxy').flatMap((s) => serverDetails(ctx, s)) }),
     },
+    {
+      method: 'GET', path: '/api/lb/generation', mutates: false,
+      help: 'the generation service: model servers, their models (loaded or not, in flight, requests, tokens), queue depth, each key\'s budget use',
+      handler: () => {
+        const g = ctx.gen()
+        return { status: 200, json: g === null ? { enabled: false, servers: [], queueDepth: 0, budgets: [] } : { enabled: true, ...g.view() } }
+      },
+    },
   ]
   return {
     name: 'dashboard data (lb)',

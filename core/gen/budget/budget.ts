@@ -9,7 +9,7 @@
 // hook counts both.
 
 import type { IncomingMessage } from 'node:http'
-import type { GenAuthConf, GenKeyConf } from '../../config/generation.js'
+import type { GenAuthConf, GenKeyConf, GenLimits } from '../../config/generation.js'
 import type { Logger } from '../../log.js'
 import type { ApiError } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
@@ -30,6 +30,17 @@ export interface Meter {
   release (): void
   /** The request never started anywhere: it is not counted at all. */
   refund (): void
+}
+
+/** A keyed consumer's use of its windows (the UTC minute for requests and minute tokens, the UTC day for day tokens). */
+export interface BudgetView {
+  consumer: string
+  requests: number
+  minuteTokens: number
+  dayTokens: number
+  inFlight: number
+  /** 0 = no limit */
+  limits: GenLimits
 }
 
 /** A job's sink that knows what its request used; release() ends a request whose sink was detached, refund() one that never ran. */
@@ -54,6 +65,14 @@ export class Budget {
   /** The exchange of the keys' consumers' counts with the other nodes of a cluster (start() it). */
   exchange (c: BudgetCluster, log: Logger): BudgetExchange {
     return new BudgetExchange(c, this.#ledger, this.#keyed, log)
+  }
+
+  /** Each keyed consumer's use of its current windows against its limits (the dashboard's and `show models`' budgets). */
+  budgets (): BudgetView[] {
+    return this.#consumers.keyedConsumers().map((c) => {
+      const u = this.#ledger.used(c.id)
+      return { consumer: c.label, requests: u.requests, minuteTokens: u.minuteTokens, dayTokens: u.dayTokens, inFlight: u.inFlight, limits: c.limits }
+    })
   }
 
   /** The request's consumer, or the 401 to answer (refused()). `trusted`: it came over the data plane's unix socket. */

@@ -64,6 +64,11 @@ export class Consumers {
   /** Whether keys are configured at all (without any, an Authorization header is not looked at). */
   get keyed (): boolean { return this.#digests.length > 0 }
 
+  /** The consumers that have keys, once each (a consumer with several keys is one). */
+  keyedConsumers (): Consumer[] {
+    return [...new Map(this.#byDigest.map((c) => [c.label, c])).values()]
+  }
+
   /** The names of the consumers that have keys (the bounded set of metric labels, with "other"). */
   labels (): string[] {
     return [...new Set(this.#byDigest.map((c) => c.label))]

@@ -159,6 +159,20 @@ export class Ledger {
     if (o.day === u.day) u.otherDayTokens = o.dayTokens
   }
 
+  /** Consumer `id`'s use of its current windows, the other nodes' included (what admit() compares with the limits). */
+  used (id: string): WindowCounts & { inFlight: number } {
+    const u = this.#get(id)
+    u.roll(this.#clock())
+    return {
+      minute: u.minute,
+      day: u.day,
+      requests: u.requests + u.otherRequests,
+      minuteTokens: u.minuteTokens + u.otherMinuteTokens,
+      dayTokens: u.dayTokens + u.otherDayTokens,
+      inFlight: u.inFlight,
+    }
+  }
+
   /** Consumers with a usage record now (keys and others). */
   get size (): number { return this.#usage.size }
 

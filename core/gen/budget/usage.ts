@@ -22,11 +22,12 @@ export interface ConsumerUsage {
   rejections: Record<RejectReason, number>
 }
 
-function observe (block: Float64Array, tokens: number): void {
+/** Counts `v` in a histogram block of `buckets` (one count per bucket, +Inf, then the sum). */
+export function observe (block: Float64Array, v: number, buckets: readonly number[] = TOKEN_BUCKETS): void {
   let i = 0
-  while (i < TOKEN_BUCKETS.length && tokens > TOKEN_BUCKETS[i]!) i++
+  while (i < buckets.length && v > buckets[i]!) i++
   block[i] = block[i]! + 1
-  block[TOKEN_SUM] = block[TOKEN_SUM]! + tokens
+  block[buckets.length + 1] = block[buckets.length + 1]! + v
 }
 
 export class UsageStats {

@@ -22,6 +22,7 @@ import { parseOptions } from '../ollama/request.js'
 import type { RemoteRegistry } from '../remote/registry.js'
 import { generateRemote } from '../remote/run.js'
 import { outcomeOf, type GenOutcome, type GenStats } from '../stats.js'
+import { LOCAL, type ModelUsage, type UsageTap } from './model-usage.js'
 import { type ApiError, type GenRequest, isApiError, type RequestOptions } from './request.js'
 
 export const BUSY_MESSAGE = 'server busy, please try again.  maximum pending requests exceeded'
@@ -37,6 +38,8 @@ export interface GenEnv {
   requests: GenStats['requests']
   /** API keys, consumers and their budgets (core/gen/budget/). */
   budget: Budget
+  /** Requests, tokens, in flight, TTFT and TPOT per (server, model) (model-usage.ts). */
+  usage: ModelUsage
 }
 
 /** One request's reply in its API's wire shape (ollama/reply.ts, openai/reply.ts); each holds its response. */
@@ -150,15 +153,19 @@ export function allowed (env: GenEnv, who: Consumer, model: string): boolean {
  * the reply): a client that goes away cancels it, request_timeout cancels it and `fail`s it with a 504.
  * The sink is wrapped by the budget's meter, so however the job ends its consumer is charged once.
  * Returns 0: the outcome is counted here (a 429 over budget, a 503 when the queue is full) or when the job ends.
+ * `tap`: the request's per-model usage, told how it ended (null: not counted per model, as embeddings).
  */
 export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, spec: JobSpec, keepAliveMs: number, sizeBytes: number,
-  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void, who: Consumer): number {
+  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void, who: Consumer, tap: UsageTap | null = null): number {
   const ticket = env.budget.admit(who)
   if (isApiError(ticket)) {
     env.requests[endpoint].client_error++
+    tap?.leave()
     fail(ticket)
     return 0
   }
+  // taken by the local server from here on (a request over budget never was): its end is counted there
+  tap?.at(LOCAL, spec.model)
   const metered = env.budget.meter(who, ticket, sink)
   let finished = false
   let timer: NodeJS.Timeout | null = null
@@ -166,6 +173,7 @@ export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, 
     finished = true
     if (timer !== null) clearTimeout(timer)
     env.requests[endpoint][outcome]++
+    tap?.end(outcome)
   }
   const counted: JobSink = {
     pieces: (texts, ts) => metered.pieces(texts, ts),
@@ -218,6 +226,9 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     local = await env.catalog.lookup(names[i]!)
     if (local !== null) firstLocal = i
   }
+  // the request's usage per (server, model), fed by its writer and its end, whichever server serves it
+  const tap = env.usage.tap(req, r.stream)
+  writer = tappedWriter(writer, tap)
   if (firstLocal > 0) {
     await env.remote.ready()
     // a model nobody serves is a 404 whatever the budget
@@ -226,11 +237,16 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     if (isApiError(ticket)) return refuse(writer, ticket)
     const m = env.budget.meterOf(who, ticket)
     // the request's end is counted (and its ticket released) before its result is written: the result's tokens win
-    const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++; m.release() }
-    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count }, req, res, r, names.slice(0, firstLocal), meteredWriter(writer, m))
+    const count = (o: GenOutcome): void => { env.requests[r.endpoint][o]++; tap.end(o); m.release() }
+    const attempt = (server: string, model: string): void => tap.at(server, model)
+    const out = await generateRemote({ registry: env.remote, requestTimeoutMs: env.conf.requestTimeoutMs, log: env.log, count, attempt }, req, res, r, names.slice(0, firstLocal), meteredWriter(writer, m))
     if (out.served) return 0
     m.refund() // no server started it: the local model (or the refusal) decides alone
-    if (local === null) return refuse(writer, out.error ?? modelNotFound(r.displayModel))
+    if (local === null) {
+      const status = refuse(writer, out.error ?? modelNotFound(r.displayModel))
+      tap.end(outcomeOf(status)) // the last server asked failed (a no-op when none was)
+      return status
+    }
   }
   const e = local!
   r.model = e.name
@@ -238,6 +254,7 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
   if (r.loadOnly && keepAliveMs === 0) {
     env.scheduler.unload(r.model)
     writer.loaded('unload')
+    tap.leave() // not a request a model served
     return 200
   }
   const info = await env.catalog.info(e).catch(() => null)
@@ -252,7 +269,17 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     },
     fail: (status, message) => writer.fail({ status, message }),
   }
-  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x), who)
+  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x), who, tap)
+}
+
+/** `writer` telling the request's usage tap its pieces and its result (a loadOnly request has no tokens to count). */
+function tappedWriter (writer: ReplyWriter, tap: UsageTap): ReplyWriter {
+  return {
+    pieces (texts, ts) { tap.piece(); writer.pieces(texts, ts) },
+    done (r, totalNs) { tap.done(r.promptTokens, r.evalTokens); writer.done(r, totalNs) },
+    loaded: (reason) => writer.loaded(reason),
+    fail: (e) => writer.fail(e),
+  }
 }
 
 /** `writer` counting what reaches the client and charging the result's tokens to the request's meter. */

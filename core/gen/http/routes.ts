@@ -10,6 +10,7 @@ import { apiOfPath, type ApiShape } from '../../api-errors.js'
 import { type Consumer, mayUse } from '../budget/consumer.js'
 import { embedding } from '../dispatch/embedding.js'
 import { allowed, type GenEnv, generation, modelNotFound } from '../dispatch/generation.js'
+import { markArrival } from '../dispatch/model-usage.js'
 import type { ApiError } from '../dispatch/request.js'
 import { parseModelName } from '../models/names.js'
 import { ollamaEmbedWriter } from '../ollama/embed.js'
@@ -197,6 +198,7 @@ function find (method: string, path: string): Route | 404 | 405 {
 export function createHandler (env: GenEnv, trusted: boolean): (req: IncomingMessage, res: ServerResponse) => void {
   const count = (endpoint: GenEndpoint, outcome: GenOutcome): void => { env.requests[endpoint][outcome]++ }
   return (req, res) => {
+    markArrival(req)
     const url = req.url ?? '/'
     const q = url.indexOf('?')
     const path = q < 0 ? url : url.slice(0, q)

@@ -111,6 +111,11 @@ export class ModelCatalog {
     return this.entries.get(name) ?? null
   }
 
+  /** The names found by the last scan, without scanning (for views that cannot wait: the dashboard, `show models`). */
+  known (): string[] {
+    return [...this.entries.keys()]
+  }
+
   async list (): Promise<ModelEntry[]> {
     await this.scan()
     return [...this.entries.values()]

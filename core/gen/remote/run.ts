@@ -24,6 +24,8 @@ export interface RemoteEnv {
   log: Logger
   /** Counts the request's outcome once it ended here. */
   count (outcome: GenOutcome): void
+  /** `server` is asked for `model` (the request's usage moves there: dispatch/model-usage.ts). */
+  attempt? (server: string, model: string): void
 }
 
 /** The request was served (its outcome counted here), or why no server could start it (nothing was written). */
@@ -99,6 +101,7 @@ export async function runRemote (env: RemoteEnv, req: IncomingMessage, res: Serv
       tried.add(s)
       const m = s.models.get(name)!
       s.begin(name)
+      env.attempt?.(s.conf.name, name)
       const e = await attempt(s, m.served, life).finally(() => s.end(name))
       if (e.ok || life.finished) return { served: true }
       if (e.missing) s.forget(name)
