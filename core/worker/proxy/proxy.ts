@@ -18,6 +18,7 @@ import type { Ctx } from '../request/context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from './server-tries.js'
 import { logBadResponse } from './bad-response-log.js'
+import type { Mirrors } from './mirror.js'
 import { type Indexed, IndexedSet } from '../../indexed-set.js'
 
 /**
@@ -68,6 +69,8 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   requestComplete = false
   /** position in `live` (IndexedSet) */
   setIndex = -1
+  /** a mirroring service's copies of this request (mirror.ts); null: none */
+  #mirrors: Mirrors | null = null
 
   constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     super(dp, target.service)
@@ -80,6 +83,11 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     this.#reading = !this.#bodyDone
   }
 
+  /** Sends copies of this request to `m`'s mirrors (call before start). */
+  mirror (m: Mirrors): void {
+    this.#mirrors = m
+  }
+
   start (): void {
     live.add(this)
     const client = this.#client
@@ -89,6 +97,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
     this.#head = httpRequestHead(this.#ctx, this.#svc.hostFallback, this.#svc.conf.kind === 'generate')
+    if (this.#mirrors !== null && this.#bodyDone) this.#mirrors.add(null, true, this.#ctx.remoteAddress)
     this.#connect(false)
   }
 
@@ -158,6 +167,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     }
     const conn = this.#conn
     const copy = Buffer.from(chunk) // the chunk is a view that uWS neuters on return
+    if (this.#mirrors !== null) this.#mirrors.add(copy, last, ctx.remoteAddress) // shared: neither side changes it
     if (conn === null || !conn.connected || conn.exchange !== this) {
       (this.#queued ??= []).push(copy)
       return
