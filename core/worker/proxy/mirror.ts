@@ -10,10 +10,8 @@ import { now } from '../../clock.js'
 import type { ErrorCode } from '../../errors.js'
 import type { Exchange, UpstreamConnection } from '../../upstream/connection.js'
 import type { ExchangeHost, ServiceRuntime } from '../runtime.js'
+import { endOfChunked, writeBodyPiece } from './forward-head.js'
 import { ServerTries } from './server-tries.js'
-
-const CRLF = Buffer.from('\r\n')
-const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
 /** One copy to one mirror. */
 class MirrorExchange extends ServerTries implements Exchange {
@@ -38,14 +36,10 @@ class MirrorExchange extends ServerTries implements Exchange {
   onConnected (conn: UpstreamConnection): void {
     conn.write(this.#head)
     for (const b of this.#body) {
-      if (this.#chunked) {
-        conn.write(b.length.toString(16) + '\r\n')
-        conn.write(b)
-        conn.write(CRLF)
-      } else conn.write(b)
+      writeBodyPiece(conn, b, this.#chunked)
       this.#bytes += b.length
     }
-    if (this.#chunked) conn.write(LAST_CHUNK)
+    if (this.#chunked) conn.write(endOfChunked(null))
     this.requestComplete = true
     conn.deadline = now() + conn.pool.serverTimeoutMs
   }

@@ -12,7 +12,7 @@ import type { UpstreamConnection, Exchange } from '../../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../../plugin.js'
 import { runResponseHooks } from '../request/chain.js'
-import { httpRequestHead, lastChunk } from './forward-head.js'
+import { endOfChunked, httpRequestHead, writeBodyPiece } from './forward-head.js'
 import type { ClientResponse } from '../transport/client.js'
 import type { Ctx } from '../request/context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
@@ -35,8 +35,6 @@ export function cutExchanges (): number {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
-const CRLF = Buffer.from('\r\n')
-const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
 export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   readonly #dp: ExchangeHost
@@ -129,24 +127,13 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     this.#queued = null
     // a body held whole before the connection was ready can be sent again on a retry; one streamed from now on cannot
     this.#replay = this.#bodyDone ? q : null
-    if (q !== null) for (const chunk of q) this.#writeBody(conn, chunk)
+    if (q !== null) for (const chunk of q) writeBodyPiece(conn, chunk, this.#ctx.chunked)
     if (this.#bodyDone) this.#requestSent(conn)
     else conn.deadline = now() + this.#dp.conf.timeouts.clientMs
   }
 
-  #writeBody (conn: UpstreamConnection, chunk: Buffer): boolean {
-    if (!this.#ctx.chunked) return conn.write(chunk)
-    if (chunk.length === 0) return true
-    conn.write(chunk.length.toString(16) + '\r\n')
-    conn.write(chunk)
-    return conn.write(CRLF)
-  }
-
   #requestSent (conn: UpstreamConnection): void {
-    if (this.#ctx.chunked) {
-      const t = this.#client.trailers
-      conn.write(t === null ? LAST_CHUNK : lastChunk(t))
-    }
+    if (this.#ctx.chunked) conn.write(endOfChunked(this.#client.trailers))
     this.requestComplete = true
     conn.deadline = now() + conn.pool.serverTimeoutMs
   }
@@ -172,7 +159,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
       (this.#queued ??= []).push(copy)
       return
     }
-    const ok = this.#writeBody(conn, copy)
+    const ok = writeBodyPiece(conn, copy, ctx.chunked)
     if (last) this.#requestSent(conn)
     else {
       conn.deadline = now() + this.#dp.conf.timeouts.clientMs
