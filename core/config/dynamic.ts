@@ -10,16 +10,16 @@ import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'
 import { DEFAULT_UPSTREAM_TLS, type UpstreamTlsConf, checkUpstreamTls } from './upstream-tls.js'
 import { type StickyCookieConf, checkSticky } from './sticky.js'
-import { type ServiceGroup, checkGroup, checkGroupRefs } from './service-group.js'
+import { GROUP_KEYS, type ServiceGroup, checkGroup, checkGroupRefs, groupKeys } from './service-group.js'
 
 export const BALANCES = ['roundrobin', 'leastconn', 'source'] as const
 export type Balance = typeof BALANCES[number]
 
 /**
  * proxy: an upstream group. status: the stub_status page. generate: the generation endpoint (core/gen).
- * weighted, failover: services of services (service-group.ts).
+ * weighted, failover, mirroring: services of services (service-group.ts).
  */
-export const SERVICE_KINDS = ['proxy', 'status', 'generate', 'weighted', 'failover'] as const
+export const SERVICE_KINDS = ['proxy', 'status', 'generate', 'weighted', 'failover', 'mirroring'] as const
 export type ServiceKind = typeof SERVICE_KINDS[number]
 
 export interface ServerConf {
@@ -146,7 +146,7 @@ const SERVER_KEYS = ['name', 'address', 'weight', 'max_fails', 'fail_timeout', '
 
 function checkService (c: Checker, name: string, raw: unknown, baseDir: string): ServiceConf {
   const p = join('services', name)
-  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'sticky', 'servers', 'allow', 'services', 'service', 'fallback'])
+  const t = c.table(raw, p, ['kind', 'balance', 'keepalive', 'protocol', 'tls', 'retries', 'retry_timeout', 'health_check', 'sticky', 'servers', 'allow', ...GROUP_KEYS])
   const kind = c.oneOf(t, 'kind', p, SERVICE_KINDS, 'proxy')
   const hp = join(p, 'health_check')
   const h = c.table(t.health_check, hp, ['type', 'path', 'grpc_service', 'interval', 'timeout', 'rise', 'fall', 'status'])
@@ -177,9 +177,9 @@ function checkService (c: Checker, name: string, raw: unknown, baseDir: string):
   const protocol = c.oneOf(t, 'protocol', p, UPSTREAM_PROTOCOLS, 'http')
   const tls = checkUpstreamTls(c, t.tls, join(p, 'tls'), baseDir)
   if (tls !== null && protocol !== 'h2') c.problems.push(`${join(p, 'tls')}: only for protocol = "h2" (TLS to the servers)`)
-  const group = kind === 'weighted' || kind === 'failover' ? checkGroup(c, t, p, kind) : null
-  for (const k of ['services', 'service', 'fallback']) {
-    if (t[k] !== undefined && (group === null || (group.kind === 'weighted') !== (k === 'services'))) c.problems.push(`${join(p, k)}: not a key of a ${kind} service`)
+  const group = kind === 'weighted' || kind === 'failover' || kind === 'mirroring' ? checkGroup(c, t, p, kind) : null
+  for (const k of GROUP_KEYS) {
+    if (t[k] !== undefined && !(groupKeys[kind] ?? []).includes(k)) c.problems.push(`${join(p, k)}: not a key of a ${kind} service`)
   }
   const sticky = checkSticky(c, t.sticky, join(p, 'sticky'), name)
   if (sticky !== null && kind !== 'proxy') c.problems.push(`${join(p, 'sticky')}: only for a service with servers`)

@@ -36,9 +36,11 @@ import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
 import { GroupRuntime, leafTarget } from './proxy/service-group.js'
+import { Mirrors } from './proxy/mirror.js'
+import { httpRequestHead } from './proxy/forward-head.js'
 import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
-import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
+import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
@@ -258,15 +260,26 @@ export class DataPlane implements ExchangeHost {
   }
 
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
-    let svc = target.service
-    if (svc === null) {
+    const routed = target.service
+    if (routed === null) {
       this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
       return
     }
+    let svc: ServiceRuntime = routed
+    let mirrors: ServiceRuntime[] | null = null
+    let mirrorMax = Infinity
     if (svc.group !== null) {
-      // a weighted or failover service: the service it picks serves the request (groups nest, never in a cycle)
+      // a weighted, failover or mirroring service: the service it picks serves the request (groups nest, never in a cycle)
       const t = now()
-      while (svc.group !== null) svc = svc.group.pick(this.shm.i32, t)
+      while (svc.group !== null) {
+        const g: ServiceGroupRuntime = svc.group
+        const m = g.mirrorsFor()
+        if (m !== null && g.conf.kind === 'mirroring') {
+          mirrors = mirrors === null ? m : [...mirrors, ...m]
+          mirrorMax = Math.min(mirrorMax, g.conf.maxBodyBytes)
+        }
+        svc = g.pick(this.shm.i32, t)
+      }
       target = leafTarget(target, svc)
     }
     ctx.service = svc.conf.name
@@ -283,8 +296,14 @@ export class DataPlane implements ExchangeHost {
       new WsTunnel(this, ctx, client, target).start()
       return
     }
-    if (svc.conf.protocol !== 'http') new H2Exchange(this, ctx, client, target).start()
-    else new ProxyExchange(this, ctx, client, target).start()
+    if (svc.conf.protocol !== 'http') {
+      new H2Exchange(this, ctx, client, target).start()
+      return
+    }
+    const ex = new ProxyExchange(this, ctx, client, target)
+    // copies for a mirroring service's mirrors: HTTP/1.1 requests to HTTP/1.1 servers (not WebSocket, not gRPC)
+    if (mirrors !== null) ex.mirror(new Mirrors(this, mirrors, (m) => httpRequestHead(ctx, m.hostFallback), mirrorMax, ctx.chunked))
+    ex.start()
   }
 
   #reply (ctx: Ctx, client: ClientResponse): void {

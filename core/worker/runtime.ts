@@ -3,6 +3,7 @@
 // a proxy needs of the data plane. In their own module so the proxies never
 // import dataplane.ts, which creates them.
 import type { ServiceConf } from '../config/dynamic.js'
+import type { ServiceGroup } from '../config/service-group.js'
 import type { ErrorCode } from '../errors.js'
 import type { Logger } from '../log.js'
 import type { Config } from '../config/load.js'
@@ -45,6 +46,9 @@ export interface ServiceGroupRuntime {
   link (byName: ReadonlyMap<string, ServiceRuntime>): void
   /** the service that takes a request now (`i32`: shared memory, `t`: the tick) */
   pick (i32: Int32Array, t: number): ServiceRuntime
+  /** kind mirroring: the mirrors that get a copy of this request (null: none) */
+  mirrorsFor (): ServiceRuntime[] | null
+  readonly conf: ServiceGroup
 }
 
 export interface RouteTarget {

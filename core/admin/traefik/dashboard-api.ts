@@ -52,9 +52,9 @@ function serviceObject (ctx: AdminContext, s: ServiceConf, usedBy: string[]): Ob
   const base: Obj = { status: 'enabled', usedBy, name: `${s.name}@${p}`, provider: p }
   const g = s.group
   if (g !== null) {
-    return g.kind === 'weighted'
-      ? { weighted: { services: g.services.map((x) => ({ name: x.name, weight: x.weight })) }, ...base, type: 'weighted' }
-      : { failover: { service: g.service, fallback: g.fallback }, ...base, type: 'failover' }
+    if (g.kind === 'weighted') return { weighted: { services: g.services.map((x) => ({ name: x.name, weight: x.weight })) }, ...base, type: 'weighted' }
+    if (g.kind === 'failover') return { failover: { service: g.service, fallback: g.fallback }, ...base, type: 'failover' }
+    return { mirroring: { service: g.service, mirrors: g.mirrors.map((m) => ({ name: m.name, percent: m.percent })), maxBodySize: g.maxBodyBytes }, ...base, type: 'mirroring' }
   }
   if (s.kind !== 'proxy') return { ...base, type: s.kind }
   const serverStatus: Record<string, string> = {}

@@ -86,3 +86,20 @@ export function lastChunk (trailers: readonly string[]): string {
 }
 
 const NOT_TRAILERS = new Set(['content-length', 'host', 'authorization', 'proxy-authorization', 'cookie', 'expect', 'content-encoding', 'content-type', 'content-range'])
+
+const CRLF = Buffer.from('\r\n')
+const LAST_CHUNK = Buffer.from('0\r\n\r\n')
+
+/** A piece of a request body to the server, in chunked framing when the request is chunked; write()'s answer (false: wait for 'drain'). */
+export function writeBodyPiece (conn: { write (d: string | Buffer): boolean }, chunk: Buffer, chunked: boolean): boolean {
+  if (!chunked) return conn.write(chunk)
+  if (chunk.length === 0) return true
+  conn.write(chunk.length.toString(16) + '\r\n')
+  conn.write(chunk)
+  return conn.write(CRLF)
+}
+
+/** The end of a chunked request body: the last chunk, with the client's trailers when it sent some. */
+export function endOfChunked (trailers: readonly string[] | null): string | Buffer {
+  return trailers === null ? LAST_CHUNK : lastChunk(trailers)
+}

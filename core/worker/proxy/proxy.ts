@@ -12,12 +12,13 @@ import type { UpstreamConnection, Exchange } from '../../upstream/connection.js'
 import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../../plugin.js'
 import { runResponseHooks } from '../request/chain.js'
-import { httpRequestHead, lastChunk } from './forward-head.js'
+import { endOfChunked, httpRequestHead, writeBodyPiece } from './forward-head.js'
 import type { ClientResponse } from '../transport/client.js'
 import type { Ctx } from '../request/context.js'
 import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from './server-tries.js'
 import { logBadResponse } from './bad-response-log.js'
+import type { Mirrors } from './mirror.js'
 import { type Indexed, IndexedSet } from '../../indexed-set.js'
 
 /**
@@ -34,8 +35,6 @@ export function cutExchanges (): number {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
-const CRLF = Buffer.from('\r\n')
-const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 
 export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   readonly #dp: ExchangeHost
@@ -68,6 +67,8 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   requestComplete = false
   /** position in `live` (IndexedSet) */
   setIndex = -1
+  /** a mirroring service's copies of this request (mirror.ts); null: none */
+  #mirrors: Mirrors | null = null
 
   constructor (dp: ExchangeHost, ctx: Ctx, client: ClientResponse, target: RouteTarget) {
     super(dp, target.service)
@@ -80,6 +81,11 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     this.#reading = !this.#bodyDone
   }
 
+  /** Sends copies of this request to `m`'s mirrors (call before start). */
+  mirror (m: Mirrors): void {
+    this.#mirrors = m
+  }
+
   start (): void {
     live.add(this)
     const client = this.#client
@@ -89,6 +95,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
       client.onBody((chunk, last) => this.#onClientBody(chunk, last))
     }
     this.#head = httpRequestHead(this.#ctx, this.#svc.hostFallback, this.#svc.conf.kind === 'generate')
+    if (this.#mirrors !== null && this.#bodyDone) this.#mirrors.add(null, true, this.#ctx.remoteAddress)
     this.#connect(false)
   }
 
@@ -120,24 +127,13 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     this.#queued = null
     // a body held whole before the connection was ready can be sent again on a retry; one streamed from now on cannot
     this.#replay = this.#bodyDone ? q : null
-    if (q !== null) for (const chunk of q) this.#writeBody(conn, chunk)
+    if (q !== null) for (const chunk of q) writeBodyPiece(conn, chunk, this.#ctx.chunked)
     if (this.#bodyDone) this.#requestSent(conn)
     else conn.deadline = now() + this.#dp.conf.timeouts.clientMs
   }
 
-  #writeBody (conn: UpstreamConnection, chunk: Buffer): boolean {
-    if (!this.#ctx.chunked) return conn.write(chunk)
-    if (chunk.length === 0) return true
-    conn.write(chunk.length.toString(16) + '\r\n')
-    conn.write(chunk)
-    return conn.write(CRLF)
-  }
-
   #requestSent (conn: UpstreamConnection): void {
-    if (this.#ctx.chunked) {
-      const t = this.#client.trailers
-      conn.write(t === null ? LAST_CHUNK : lastChunk(t))
-    }
+    if (this.#ctx.chunked) conn.write(endOfChunked(this.#client.trailers))
     this.requestComplete = true
     conn.deadline = now() + conn.pool.serverTimeoutMs
   }
@@ -158,11 +154,12 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     }
     const conn = this.#conn
     const copy = Buffer.from(chunk) // the chunk is a view that uWS neuters on return
+    if (this.#mirrors !== null) this.#mirrors.add(copy, last, ctx.remoteAddress) // shared: neither side changes it
     if (conn === null || !conn.connected || conn.exchange !== this) {
       (this.#queued ??= []).push(copy)
       return
     }
-    const ok = this.#writeBody(conn, copy)
+    const ok = writeBodyPiece(conn, copy, ctx.chunked)
     if (last) this.#requestSent(conn)
     else {
       conn.deadline = now() + this.#dp.conf.timeouts.clientMs

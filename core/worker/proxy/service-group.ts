@@ -17,28 +17,49 @@ function usable (svc: ServiceRuntime, i32: Int32Array, t: number): boolean {
 
 export class GroupRuntime implements ServiceGroupRuntime {
   readonly conf: ServiceGroup
-  /** resolved once every service of the generation is built (link) */
+  /** resolved once every service of the generation is built (link): weighted's services; failover's main and fallback; mirroring's main then mirrors */
   #children: ServiceRuntime[] = []
   readonly #weights: number[]
+  /** weighted: smooth weighted round robin's current weights; mirroring: copies sent per mirror */
   readonly #current: number[]
+  /** mirroring: requests seen */
+  #seen = 0
 
   constructor (conf: ServiceGroup) {
     this.conf = conf
-    this.#weights = conf.kind === 'weighted' ? conf.services.map((s) => s.weight) : [1, 0]
+    this.#weights = conf.kind === 'weighted' ? conf.services.map((s) => s.weight) : conf.kind === 'failover' ? [1, 0] : conf.mirrors.map((m) => m.percent)
     this.#current = this.#weights.map(() => 0)
   }
 
   link (byName: ReadonlyMap<string, ServiceRuntime>): void {
-    const names = this.conf.kind === 'weighted' ? this.conf.services.map((s) => s.name) : [this.conf.service, this.conf.fallback]
+    const c = this.conf
+    const names = c.kind === 'weighted' ? c.services.map((s) => s.name) : c.kind === 'failover' ? [c.service, c.fallback] : [c.service, ...c.mirrors.map((m) => m.name)]
     this.#children = names.map((n) => byName.get(n)!) // the config checked they exist
   }
 
   pick (i32: Int32Array, t: number): ServiceRuntime {
     const ch = this.#children
+    if (this.conf.kind === 'mirroring') return ch[0]!
     if (this.conf.kind === 'failover') return usable(ch[0]!, i32, t) ? ch[0]! : ch[1]!
     let best = this.#swrr(i32, t, true)
     if (best < 0) best = this.#swrr(i32, t, false) // none has a server up: its own error answers
     return ch[best]!
+  }
+
+  /**
+   * Mirroring: the mirrors that get a copy of this request, each for `percent` of the requests, spread
+   * evenly (a copy whenever its count falls behind percent of the requests seen, as Traefik counts); null for none.
+   */
+  mirrorsFor (): ServiceRuntime[] | null {
+    if (this.conf.kind !== 'mirroring') return null
+    const seen = ++this.#seen
+    let out: ServiceRuntime[] | null = null
+    for (let i = 0; i < this.#weights.length; i++) {
+      if (this.#current[i]! * 100 >= seen * this.#weights[i]!) continue
+      this.#current[i]!++
+      ;(out ??= []).push(this.#children[i + 1]!)
+    }
+    return out
   }
 
   #swrr (i32: Int32Array, t: number, onlyUsable: boolean): number {
