@@ -49,6 +49,9 @@ function waitLine (proc: ChildProcess, re: RegExp, what: string): Promise<RegExp
 
 interface Run { tokens: number, ms: number, ttft: number[] }
 
+/** requests answered other than 200 over the whole run (printed at the end: a ratio over failures means nothing) */
+let failed = 0
+
 /** `conc` streams at once of TOKENS tokens each, from base; tokens counted from the SSE content chunks. */
 async function load (base: string, conc: number, agent: Agent): Promise<Run> {
   const ttft: number[] = []
@@ -65,15 +68,18 @@ async function load (base: string, conc: number, agent: Agent): Promise<Run> {
     let first = true
     let rest = ''
     for await (const chunk of res.body) {
-      if (first) { ttft.push(performance.now() - s); first = false }
       rest += (chunk as Buffer).toString('utf8')
       let i: number
       while ((i = rest.indexOf('\n\n')) >= 0) {
         const ev = rest.slice(0, i)
         rest = rest.slice(i + 2)
-        if (/"content":"[^"]/.test(ev)) tokens++ // a content piece (the role chunk's empty content is none)
+        if (!/"content":"[^"]/.test(ev)) continue // a content piece (the role chunk's empty content is none)
+        tokens++
+        // time to the first token, as a client sees it: the first content piece, not the first bytes
+        if (first) { ttft.push(performance.now() - s); first = false }
       }
     }
+    if (res.statusCode !== 200) failed++
   }))
   return { tokens, ms: performance.now() - t0, ttft }
 }
@@ -152,5 +158,6 @@ refresh = "1h"
   }
 }
 
+process.on('exit', () => { if (failed > 0) process.stdout.write(`${failed} requests were not answered 200\n`) })
 process.stdout.write('| server | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens |\n|---|---:|---:|---:|---:|---:|\n')
 await main()

@@ -49,9 +49,17 @@ const identity = async (path: string): Promise<Identity | null> => {
   }
 }
 
+/**
+ * Connections a unix socket queues before accept: a connect past it fails at once with EAGAIN (unlike
+ * TCP, which retries), and every data-plane worker opens its upstream connections to this socket at the
+ * same moment when streams start together: 511 (Node's default) let 215 of 1,000 concurrent streams fail
+ * with 502 (bench/gen/relay.ts). The kernel caps it at net.core.somaxconn (4096 by default since Linux 5.4).
+ */
+const BACKLOG = 4096
+
 const listen = (server: Server, path: string): Promise<void> => new Promise((resolve, reject) => {
   server.once('error', reject)
-  server.listen(path, () => { server.off('error', reject); resolve() })
+  server.listen({ path, backlog: BACKLOG }, () => { server.off('error', reject); resolve() })
 })
 
 export class OwnedSocket {
