@@ -17,7 +17,7 @@ export type { Logger } from './log.js'
 export type { Shm } from './shm/layout.js'
 export type { Ctx, Reply } from './worker/request/context.js'
 // regexps in Go's syntax on a linear-time engine, and Go's replacement templates ($1, ${name})
-export { expandGo, linearRegExp, replaceAllGo } from './config/linear-regexp.js'
+export { expandGo, linearRegExp, replaceAllGo } from './config/rules/linear-regexp.js'
 // the gRPC-Web mode of a content-type (0 none, 1 binary, 2 base64 text), for Ctx.grpcWeb
 export { grpcWebMode } from './worker/proxy/grpc-web.js'
 // a new path for the request, held to the client's path rules (400 when it breaks them)

@@ -4,7 +4,7 @@
 import { expandChains } from './middleware-chain.js'
 import { type Checker, type Table, join } from './check.js'
 import { DEFAULTS } from './defaults.js'
-import { type Rule, parseRule, rulePriority } from './rule.js'
+import { type Rule, parseRule, rulePriority } from './rules/rule.js'
 import { parseHostPort } from './host-port.js'
 import { checkCidrs } from '../net/source.js'
 import { type RouterTlsConf, checkRouterTls } from './router-tls.js'

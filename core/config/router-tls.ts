@@ -3,7 +3,7 @@
 // it). Its own module so that dynamic.ts (routers) and acme.ts (resolvers)
 // share it without an import circle.
 import { type Checker, join } from './check.js'
-import { type Rule, positiveHosts } from './rule.js'
+import { type Rule, positiveHosts } from './rules/rule.js'
 
 /** [routers.X.tls]: certificates for the router's Host() names (and `domains`) from a resolver. */
 export interface RouterTlsConf {

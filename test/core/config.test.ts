@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { parseConfig } from '../../core/configure.js'
-import { parseRule } from '../../core/config/rule.js'
+import { parseRule } from '../../core/config/rules/rule.js'
 import { CLI, ROOT, tempDir } from '../helpers.js'
 
 const run = promisify(execFile)

@@ -2,7 +2,7 @@
 // the RFC 3986 host syntax, and the trailing dot of a fully qualified name.
 import { strict as assert } from 'node:assert'
 import { describe, test } from 'node:test'
-import { parseRule } from '../../core/config/rule.js'
+import { parseRule } from '../../core/config/rules/rule.js'
 import { Ctx } from '../../core/worker/request/context.js'
 import { checkHost, hostProblem } from '../../core/worker/request/request-host.js'
 

@@ -1,10 +1,10 @@
-// The rule regexps' DFA (core/config/regexp-dfa.ts) against V8's RegExp on the
+// The rule regexps' DFA (core/config/rules/regexp-dfa.ts) against V8's RegExp on the
 // syntax both read alike: thousands of seeded random inputs per pattern must get
 // the same yes/no. Then what only RE2 means (Go's `$`, \z, \Q...\E, (?U), octal,
 // POSIX classes, the Kelvin sign under (?i)), and the decoded readers.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { compileRegexp } from '../../core/config/regexp-dfa.js'
+import { compileRegexp } from '../../core/config/rules/regexp-dfa.js'
 import { compareDecoded, queryHas, searchDecoded, searchRaw } from '../../core/worker/request/rule-match.js'
 
 /** mulberry32: the same inputs on every run */

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Backend, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { mwConfig, oneMiddleware, problems } from './setup.js'
-import { expandGo } from '../../core/config/linear-regexp.js'
+import { expandGo } from '../../core/config/rules/linear-regexp.js'
 
 describe('regex middlewares: config validation', () => {
   test('patterns are checked at load: backreferences and lookaround cannot run in linear time', () => {

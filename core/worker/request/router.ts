@@ -10,7 +10,7 @@
 // Matching allocates nothing: the closures read ctx's fields, scan its header
 // list and its raw query in place, and run DFAs (rule-match.ts).
 import type { RouterConf } from '../../config/dynamic.js'
-import type { Rule } from '../../config/rule.js'
+import type { Rule } from '../../config/rules/rule.js'
 import { compileCidrs } from '../../net/source.js'
 import type { Ctx } from './context.js'
 import { compareDecoded, queryHas, searchDecoded, searchRaw } from './rule-match.js'

@@ -9,7 +9,7 @@
 // is decoded (lb's normal form has already decoded the unreserved ones). A
 // query parameter is read as Go's url.ParseQuery does: pairs split on "&",
 // a pair with ";" or a bad escape ignored, "+" and escapes decoded.
-import type { Dfa } from '../../config/regexp-dfa.js'
+import type { Dfa } from '../../config/rules/regexp-dfa.js'
 
 /** Index of the code unit after the last character decode() read: the decoders' second result, kept here so that they return one number. */
 let after = 0

@@ -2,8 +2,8 @@
 // refuses, and what could never match in lb because request paths and hosts
 // are normalised before routing (core/worker/request/request-path.ts, request-host.ts).
 import { isIPv6 } from 'node:net'
-import { parseCidr } from '../net/ip.js'
-import { HEADER_NAME } from './check.js'
+import { parseCidr } from '../../net/ip.js'
+import { HEADER_NAME } from '../check.js'
 
 /** A bad value: `arg` is its index among the matcher's values, `offset` the code unit in it where the fault is. */
 export class ValueError extends Error {
