@@ -8,7 +8,14 @@
 // of through − median straight; goal < 1 ms and < 5 ms) and lb's CPU per 1,000
 // relayed tokens (its process: workers, control plane and generation service).
 //
-//   npm run build && node dist/bench/gen/relay.js [--rounds 3] [--conc 1,64,1000] [--tokens 200] [--mode fast|paced|both]
+//   npm run build && node dist/bench/gen/relay.js [--rounds 3] [--conc 1,64,1000] [--tokens 200] [--mode fast|paced|both] [--ttft 200]
+//
+// --ttft N: before the throughput rounds, N one-token streams one at a time,
+// alternating straight, through lb's generation gateway and through lb's plain
+// HTTP proxy to the same server (a [services] route, no generation service):
+// the time to first token each adds, from N samples each rather than from the
+// throughput rounds' few first tokens (one per stream at one stream), and what
+// the data plane's hop alone costs beside what the gateway's costs.
 //
 // Needs a quiet machine (bench/RESULTS.md, "How to read the noise"): the client,
 // the server and lb share its cores.
@@ -26,6 +33,7 @@ const ROUNDS = Number(opt('--rounds', '3'))
 const CONC = opt('--conc', '1,64,1000').split(',').map(Number)
 const TOKENS = Number(opt('--tokens', '200'))
 const MODES = opt('--mode', 'both') === 'both' ? ['fast', 'paced'] : [opt('--mode', 'fast')]
+const TTFT_N = Number(opt('--ttft', '0'))
 
 const ticks = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -84,6 +92,38 @@ async function load (base: string, conc: number, agent: Agent): Promise<Run> {
   return { tokens, ms: performance.now() - t0, ttft }
 }
 
+/** One stream of one token from `url` (a base with the API path): ms to its first content piece. */
+async function firstToken (url: string, agent: Agent): Promise<number> {
+  const s = performance.now()
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'fake', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'go' }] }),
+  })
+  let t = NaN
+  for await (const chunk of res.body) if (Number.isNaN(t) && /"content":"[^"]/.test((chunk as Buffer).toString('utf8'))) t = performance.now() - s
+  if (res.statusCode !== 200) failed++
+  return t
+}
+
+/** TTFT_N one-token streams one at a time, the three ways in turn; prints the added ms of the gateway and of the plain proxy. */
+async function ttftPhase (mode: string, direct: string, through: string, agent: Agent): Promise<void> {
+  const ways = { direct: `${direct}/v1/chat/completions`, gateway: `${through}/v1/chat/completions`, proxy: `${through}/plain/v1/chat/completions` }
+  const got: Record<keyof typeof ways, number[]> = { direct: [], gateway: [], proxy: [] }
+  for (let i = 0; i < TTFT_N + 10; i++) {
+    for (const w of Object.keys(ways) as Array<keyof typeof ways>) {
+      const t = await firstToken(ways[w], agent)
+      if (i >= 10) got[w].push(t) // the first ten warm the code paths
+    }
+  }
+  const base = median(got.direct)
+  for (const w of ['gateway', 'proxy'] as const) {
+    ttftRows.push(`| ${mode} | ${w === 'gateway' ? 'generation gateway' : 'plain proxy (same lb)'} | ${TTFT_N} | ${base.toFixed(2)} | ${(median(got[w]) - base).toFixed(2)} | ${(p99(got[w]) - base).toFixed(2)} |`)
+  }
+}
+const ttftRows: string[] = []
+
 const median = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[v.length >> 1]! }
 const p99 = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[Math.min(v.length - 1, Math.floor(v.length * 0.99))]! }
 
@@ -106,6 +146,17 @@ rule = "PathPrefix(\`/v1/\`)"
 service = "api"
 [services.api]
 kind = "generate"
+[routers.plain]
+rule = "PathPrefix(\`/plain/\`)"
+service = "plain"
+middlewares = ["unplain"]
+[middlewares.unplain]
+type = "stripPrefix"
+prefixes = ["/plain"]
+[services.plain]
+servers = [{ address = "127.0.0.1:${port}" }]
+[services.plain.health_check]
+type = "tcp"
 [generation]
 socket = "${join(dir, `gen-${mode}.sock`)}"
 builtin_model = false
@@ -126,6 +177,7 @@ refresh = "1h"
       const agent = new Agent({ connections: 2000, pipelining: 0 })
       await load(through, 8, agent) // warm-up
       await load(direct, 8, agent)
+      if (TTFT_N > 0) await ttftPhase(mode, direct, through, agent)
       for (const conc of CONC) {
         const ratios: number[] = []
         const dTtft: number[] = []
@@ -158,6 +210,9 @@ refresh = "1h"
   }
 }
 
-process.on('exit', () => { if (failed > 0) process.stdout.write(`${failed} requests were not answered 200\n`) })
+process.on('exit', () => {
+  if (ttftRows.length > 0) process.stdout.write(`\n| server | through | one-token streams | straight TTFT, median ms | added, median ms | added, p99 ms |\n|---|---|---:|---:|---:|---:|\n${ttftRows.join('\n')}\n`)
+  if (failed > 0) process.stdout.write(`${failed} requests were not answered 200\n`)
+})
 process.stdout.write('| server | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens |\n|---|---:|---:|---:|---:|---:|\n')
 await main()

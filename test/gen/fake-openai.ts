@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import type { TestContext } from 'node:test'
 
-export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood'
+export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood' | 'done-hold'
 
 export interface FakeOpenAi {
   url: string
@@ -23,7 +23,7 @@ export interface FakeOpenAi {
   /** The words streamed, one chunk each (usage.completion_tokens is their number unless `usage` is set). */
   words: string[]
   /**
-   * Emits 'closed' when the connection of a request in 'hang' or 'flood' mode closes; 'die' and 'error-event'
+   * Emits 'closed' when the connection of a request in 'hang', 'flood' or 'done-hold' mode closes; 'die' and 'error-event'
    * fail on 'go'; 'flood' writes 64 KiB chunks as fast as they are taken (counted in `sent`) until
    * FLOOD_LIMIT bytes went out ('never-blocked').
    */
@@ -114,6 +114,12 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
       for (const w of fake.words.slice(1)) out += chunk(model, chat, w, null)
       out += chunk(model, chat, null, 'stop')
       if (body.stream_options?.include_usage === true && fake.mode !== 'no-usage') out += chunk(model, chat, null, null, { prompt_tokens: 7, completion_tokens: fake.words.length, total_tokens: 7 + fake.words.length })
+      if (fake.mode === 'done-hold') {
+        // [DONE] sent, the reply never ended: 'closed' when the connection goes
+        res.write(out + 'data: [DONE]\n\n')
+        res.on('close', () => fake.events.emit('closed'))
+        return
+      }
       res.end(out + 'data: [DONE]\n\n')
     })
   })

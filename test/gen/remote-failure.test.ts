@@ -11,7 +11,7 @@ import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import { FLOOD_LIMIT, startFakeOpenAi } from './fake-openai.js'
 import { waitFor } from '../helpers.js'
-import { type Gen, lines, post, startGen, STORIES } from './helpers.js'
+import { type Gen, get, lines, post, startGen, STORIES } from './helpers.js'
 
 async function startFront (t: Parameters<typeof startGen>[0], servers: unknown[], extra: Record<string, unknown> = {}): Promise<Gen> {
   return await startGen(t, { models: {}, builtin_model: false, servers, ...extra })
@@ -29,6 +29,9 @@ test('a server killed mid-stream: the OpenAI stream ends with an error event, th
     { name: 'backup', kind: 'lb', url: backup.base, refresh: '10m' },
     { name: 'dying', kind: 'openai', url: dying.url, refresh: '10m' },
   ])
+  // The backup's listing waits for its runner, which on a busy machine takes longer than the first refresh's
+  // bound: it is retried every second. What is tested here starts once both servers are known.
+  await waitFor(async () => (await get(front.base, '/api/tags')).json.models.some((m: { name: string }) => m.name.startsWith('random')), 'the backup listed', 30_000, 100)
   dying.mode = 'die'
   const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
   let text = ''
@@ -129,6 +132,28 @@ for (const api of ['openai', 'ollama'] as const) {
     assert.equal(fake.bodies.length, 1)
   })
 }
+
+test('a server that sends [DONE] and holds its reply open: the client gets its end at once, the upstream reply is closed', async (t) => {
+  const fake = await startFakeOpenAi(t, ['m'])
+  const front = await startFront(t, [{ name: 'f', kind: 'openai', url: fake.url }])
+  fake.mode = 'done-hold'
+  const closed = once(fake.events, 'closed')
+  const openai = new OpenAI({ baseURL: `${front.base}/v1`, apiKey: 'none', maxRetries: 0 })
+  let text = ''
+  let usage: unknown = null
+  // before, the client waited for the server to end its reply: here, for as long as the server holds it
+  await within((async () => {
+    const stream = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true } })
+    for await (const c of stream) {
+      text += c.choices[0]?.delta.content ?? ''
+      if (c.usage) usage = c.usage
+    }
+  })(), 10_000, 'end of the stream')
+  assert.equal(text, 'Hello there friend')
+  assert.deepEqual(usage, { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 }, 'the usage chunk before [DONE] is counted and relayed')
+  await within(closed, 10_000, 'close of the upstream reply')
+  assert.equal(front.svc.stats().requests.chat.ok, 1)
+})
 
 test('a fallback this machine has is served here; an alias may name a local model', async (t) => {
   const failing = await startFakeOpenAi(t, ['big'])

@@ -223,7 +223,8 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
   let local: ModelEntry | null = null
   let firstLocal = names.length
   for (let i = 0; i < names.length && local === null; i++) {
-    local = await env.catalog.lookup(names[i]!)
+    // a name a remote server lists does not wait for the models folder to be read again
+    local = env.remote.knows(names[i]!) ? env.catalog.peek(names[i]!) : await env.catalog.lookup(names[i]!)
     if (local !== null) firstLocal = i
   }
   // the request's usage per (server, model), fed by its writer and its end, whichever server serves it

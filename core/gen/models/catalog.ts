@@ -111,6 +111,18 @@ export class ModelCatalog {
     return this.entries.get(name) ?? null
   }
 
+  /**
+   * The entry for a canonical name as the last scan found it, without waiting for a scan: for a name a remote
+   * server serves, whose request must not wait on the folder (a rescan took its first token 1-3 ms). A miss
+   * starts a rescan when the last one is stale, so a file dropped in still takes over within a request or two.
+   */
+  peek (name: string): ModelEntry | null {
+    const hit = this.entries.get(name)
+    if (hit !== undefined) return hit
+    if (Date.now() - this.scannedAt >= MISS_RESCAN_MS) void this.scan().catch(() => undefined)
+    return null
+  }
+
   /** The names found by the last scan, without scanning (for views that cannot wait: the dashboard, `show models`). */
   known (): string[] {
     return [...this.entries.keys()]

@@ -98,21 +98,30 @@ export async function callServer (server: RemoteServer, served: string, r: GenRe
       sink.pieces(st.take(), new Date().toISOString())
     }
   }
+  let ended = false
   try {
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       take(reader.push(chunk))
+      // The end is written with the last pieces (one write, not two). Leaving the loop closes the upstream reply
+      // only when the server has not ended it yet: one that sent [DONE] and holds its connection is not waited for.
+      if (st.finished) {
+        ended = true
+        sink.done(st.result())
+        break
+      }
       // a slow client slows the server (TCP backpressure) instead of growing lb's buffers
       const d = sink.drained()
       if (d !== null) await d
     }
     if (!st.finished) take(reader.end())
   } catch (e) {
+    if (ended) return { ok: true }
     if (signal.aborted) return failed({ status: 499, message: 'client gone' }, false, false)
     if (e instanceof StreamError) return failed(upstreamError(name, e.message), true, false)
     // the connection broke (the server died mid-reply) or the stream was not in the wire's format
     return failed(upstreamError(name, `the reply broke off: ${(e as Error).message}`), true, true)
   }
   if (!st.finished) return failed(upstreamError(name, 'the reply ended before it was complete'), true, true)
-  sink.done(st.result())
+  if (!ended) sink.done(st.result())
   return { ok: true }
 }
