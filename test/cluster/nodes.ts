@@ -142,6 +142,14 @@ export async function burst (nodes: AdminLb[], n: number, inFlight: number, from
   return out
 }
 
+/** Scripts run by Redis so far (EVALSHA and EVAL): every lease round and sync of every node, and the heartbeats. */
+export async function scriptCalls (redis: ReturnType<RedisServer['client']>): Promise<number> {
+  const info = await redis.info('commandstats')
+  let n = 0
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1])
+  return n
+}
+
 export const ok = (rs: Reply[]): number => rs.filter((r) => r.status === 200).length
 
 /** The value of an unlabelled (or fully written) metric on a node's /metrics; NaN when absent. */
