@@ -25,6 +25,7 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)`
  * KEYS the rate keys; ARGV node, stale ms, then for each key its estimate and
  * its key ttl ms. Stores this node's estimate (0 removes it), drops other
  * nodes' stale ones, returns for each key the sum of the other nodes' estimates.
+ * Since the leases, only withdrawals use it (estimate 0: core/cluster/rate-sync.ts).
  */
 export const RATE_SYNC = NOW + `
 local node = ARGV[1]
