@@ -26,6 +26,8 @@ import { writeName } from './rate-names.js'
 import { lock } from './shm-lock.js'
 
 export { KeyHasher, fmix32, keyA, keyB } from './rate-keys.js'
+// the set lock lived here before core/shm/shm-lock.ts: importers of it from here keep working
+export { STALE_LOCK_MS, lock } from './shm-lock.js'
 
 /**
  * window()'s and bucket()'s answer when the request is neither admitted nor
