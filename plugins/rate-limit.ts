@@ -28,7 +28,7 @@
 // source's text), so `show table` and the config API can list a limit's
 // sources (limitTable below).
 import {
-  type Checker, type ClusterTable, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, ASK_LEASE, HANDLED, KeyHasher, MILLI, NEXT,
+  type Checker, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, ASK_LEASE, HANDLED, KeyHasher, MILLI, NEXT,
   ipv6Prefix, RateTable, SOURCE_KEYS, canonicalIp, checkSource, clusterDown, clusterTable, compileSource, countClusterRefusal, countUnavailable, definePlugin,
   fmix32, formatError, join, keyA, keyB, leaseRounds, nextLeaseRound, now, parseIp,
 } from 'lb/plugin'
@@ -223,16 +223,18 @@ export function limitTable (name: string, conf: RateLimitConf): LimitTable {
 const LEASE_TRIES = 4
 const LEASE_WAIT_MS = 250
 
-/** slidingWindow over the cluster table: the same counting, held to this node's lease of the cluster's limit (core/cluster/rate-lease.ts). */
-function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, periodMs: number, limit: number, ttl: number, closed: Reply | null) {
-  const { table, cx } = cluster
-  const owner = ownerOf(seedA)
-  const decided = (ctx: Ctx, r: number): Verdict => {
-    if (r === 0) return NEXT
-    countClusterRefusal(i32)
-    ctx.reply = tooMany(-r)
-    return HANDLED
-  }
+/** A table call of a cluster-scope limit: window() or bucket() with the request's keys, `ask` as they take it. */
+type Attempt = (ctx: Ctx, ka: number, kb: number, ask: boolean) => number
+
+/**
+ * The request path of a cluster-scope limit, both kinds (core/cluster/rate-lease.ts):
+ * `attempt` admits or refuses on shared memory while this node's lease lasts;
+ * past it, the answer is ASK_LEASE and the request waits for lease rounds (off
+ * the hot path) before it is tried again; `decided` turns the table's answer
+ * into the verdict.
+ */
+function clusterPath (i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: number, seedB: number, closed: Reply | null,
+  attempt: Attempt, decided: (ctx: Ctx, r: number) => Verdict | Promise<Verdict>) {
   // off the hot path: the source is past its lease and the control plane asks Redis for more
   const waitLease = async (ctx: Ctx, ka: number, kb: number, seen: number): Promise<Verdict> => {
     for (let tries = 1; ; tries++) {
@@ -244,8 +246,8 @@ function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: 
         ctx.reply = closed
         return HANDLED
       }
-      const r = table.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, tries < LEASE_TRIES)
-      if (r !== ASK_LEASE) return decided(ctx, r)
+      const r = attempt(ctx, ka, kb, tries < LEASE_TRIES)
+      if (r !== ASK_LEASE) return await decided(ctx, r)
     }
   }
   return {
@@ -259,10 +261,17 @@ function clusterWindow (cluster: ClusterTable, i32: Int32Array, sourceOf: (ctx: 
       const ka = keyA(ctx.rateHashA, seedA)
       const kb = keyB(ctx.rateHashB, seedB)
       const seen = leaseRounds(i32)
-      const r = table.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, true)
+      const r = attempt(ctx, ka, kb, true)
       return r === ASK_LEASE ? waitLease(ctx, ka, kb, seen) : decided(ctx, r)
     },
   }
+}
+
+/** A 429 of a cluster-scope limit, counted as decided with the cluster's leases or on the local share. */
+function refuseCluster (i32: Int32Array, ctx: Ctx, waitMs: number): Verdict {
+  countClusterRefusal(i32)
+  ctx.reply = tooMany(waitMs)
+  return HANDLED
 }
 
 function delay (ms: number): Promise<Verdict> {
@@ -299,7 +308,12 @@ export default definePlugin<RateLimitConf>({
     if (conf.algorithm === 'slidingWindow') {
       const { periodMs, limit } = conf
       const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, 2 * periodMs))
-      if (cluster !== null) return clusterWindow(cluster, i32, sourceOf, seedA, seedB, periodMs, limit, ttl, closed)
+      if (cluster !== null) {
+        const { table: ct, cx } = cluster
+        return clusterPath(i32, sourceOf, seedA, seedB, closed,
+          (ctx, ka, kb, ask) => ct.window(ka, kb, now(), periodMs, limit, ttl, cx, owner, ctx.rateKey, ask),
+          (ctx, r) => r === 0 ? NEXT : refuseCluster(i32, ctx, -r))
+      }
       return {
         onRequest (ctx) {
           hashSource(ctx, sourceOf(ctx))
@@ -316,28 +330,27 @@ export default definePlugin<RateLimitConf>({
     const capacity = (conf.algorithm === 'leakyBucket' ? conf.burst + 1 : conf.burst) * MILLI
     const ttl = Math.min(MAX_TTL_MS, Math.max(ENTRY_TTL_MS, Math.ceil(capacity / drainPerMs)))
     const nodelay = conf.nodelay
-    // scope = "cluster": the same bucket in the cluster table, its capacity and rate shared with the other nodes
-    const bucketTable = cluster?.table ?? table
-    const cx = cluster?.cx ?? -1
+    // nginx without nodelay: a request within the burst waits until the rate allows it (with
+    // scope = "cluster", as if this node had the whole rate: the delay never changes what is admitted)
+    const paced = (r: number): Verdict | Promise<Verdict> => {
+      if (nodelay || r === 0) return NEXT
+      const ms = Math.ceil(r / drainPerMs)
+      return ms < 1 ? NEXT : delay(ms)
+    }
+    if (cluster !== null) {
+      // the same bucket in the cluster table, on this node's lease of its capacity and rate
+      const { table: ct, cx } = cluster
+      return clusterPath(i32, sourceOf, seedA, seedB, closed,
+        (ctx, ka, kb, ask) => ct.bucket(ka, kb, now(), capacity, drainPerMs, ttl, cx, owner, ctx.rateKey, ask),
+        (ctx, r) => r < 0 ? refuseCluster(i32, ctx, -r) : paced(r))
+    }
     return {
       onRequest (ctx) {
-        if (closed !== null && clusterDown(i32)) {
-          countUnavailable(i32)
-          ctx.reply = closed
-          return HANDLED
-        }
         hashSource(ctx, sourceOf(ctx))
-        const r = bucketTable.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl, cx, owner, ctx.rateKey)
-        if (r < 0) {
-          if (cx >= 0) countClusterRefusal(i32)
-          ctx.reply = tooMany(-r)
-          return HANDLED
-        }
-        if (nodelay || r === 0) return NEXT
-        // nginx without nodelay: a request within the burst waits until the rate allows it (with
-        // scope = "cluster", as if this node had the whole rate: the delay never changes what is admitted)
-        const ms = Math.ceil(r / drainPerMs)
-        return ms < 1 ? NEXT : delay(ms)
+        const r = table.bucket(keyA(ctx.rateHashA, seedA), keyB(ctx.rateHashB, seedB), now(), capacity, drainPerMs, ttl, -1, owner, ctx.rateKey)
+        if (r >= 0) return paced(r)
+        ctx.reply = tooMany(-r)
+        return HANDLED
       },
     }
   },

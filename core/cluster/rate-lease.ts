@@ -1,20 +1,20 @@
-// Leases of the cluster's sliding-window limits (#38): each node holds, per
-// source, a lease granted by Redis (the RATE_LEASE script) out of what the other
-// nodes' leases leave of the limit, and its workers admit on shared memory
-// while the source's window estimate on this node stays within it. The leases
-// never sum past the limit, so neither does what the nodes admit together,
-// however the requests arrive; the request path talks to no one while a lease
-// lasts.
+// Leases of the cluster's rate limits (#38): each node holds, per source, a
+// lease granted by Redis out of what the other nodes' leases leave of the
+// limit, and its workers admit on shared memory while the source stays within
+// it on this node. The leases never sum past the limit, so neither does what
+// the nodes admit together, however the requests arrive; the request path
+// talks to no one while a lease lasts. What a lease is depends on the kind of
+// limit (core/cluster/lease-terms.ts): a sliding window's is the most window
+// estimate this node may reach (core/cluster/window-lease.ts), a bucket's a
+// part of its capacity and of its rate (core/cluster/bucket-lease.ts). This
+// file is the mechanics, one for every kind.
 //
 // A worker past its lease that may ask for more (CX_ROOM) marks the entry
 // (CX_WANT), rings the bell (CLH_BELL) and waits for the next round
 // (CLH_GRANTS): the bell makes the control plane ask at once for every entry
-// waiting, each for its estimate plus a chunk (a quarter of limit ÷ live
-// nodes, so a burst takes a few round trips, not one per request). Every
-// sync_interval a round goes over every live entry: an entry with requests
-// since the last round asks for its estimate plus what it grew by since (at
-// least 1, at most a chunk), an idle one for its estimate only, which gives
-// back the rest of its lease for the other nodes.
+// waiting, each for a chunk more than it holds. Every sync_interval a round
+// goes over every live entry, which asks for what it uses and gives back the
+// rest for the other nodes.
 //
 // A lease only shrinks here first and in Redis after, and only grows in Redis
 // first and here after, so Redis always holds at least what the workers go by.
@@ -22,14 +22,16 @@
 import type { ClusterConf } from '../config/cluster.js'
 import { now } from '../clock.js'
 import {
-  CLH_BELL, CLH_GRANTS, CLH_NODES, CLUSTER_BASE, CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_DRAIN, CX_KA, CX_LEASE, CX_LIMIT,
-  CX_OTHERS, CX_PERIOD, CX_ROOM, CX_SYNCED, CX_WANT, CX_WORDS, RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RD_A, RD_B, RD_EXPIRE,
-  RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B,
+  CLH_BELL, CLH_GRANTS, CLH_NODES, CLUSTER_BASE, CLUSTER_EXTRA, CLUSTER_SETS, CLUSTER_TABLE, CX_DRAIN, CX_KA, CX_PERIOD, CX_WANT, CX_WORDS,
+  RATE_DATA_WORDS, RATE_SET_WORDS, RATE_WAYS, RS_DATA, RS_KEY_A, RS_KEY_B,
 } from '../shm/layout.js'
-import { RateTable, windowEstimate } from '../shm/rate-table.js'
+import { RateTable } from '../shm/rate-table.js'
+import { bucketTerms } from './bucket-lease.js'
+import type { LeaseRound, LeaseTerms } from './lease-terms.js'
 import type { RedisHealth } from './health.js'
 import type { Redis } from './redis.js'
-import { RATE_LEASE, redisRateKey, runScript } from './scripts.js'
+import { redisRateKey, runScript } from './scripts.js'
+import { windowTerms } from './window-lease.js'
 
 /** Sources per script call: bounds one call's time inside Redis (it blocks other clients while it runs). */
 const BATCH = 500
@@ -39,7 +41,11 @@ const LISTEN_MS = 250
 type WaitAsync = (a: Int32Array, i: number, v: number, ms: number) => { async: boolean, value: unknown }
 const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync
 
-interface Ask { way: number, ka: number, kb: number, key: string, floor: number, want: number, est: number, limit: number, ttl: number }
+/** One entry's ask in a round: where it is, its Redis key and its kind's ARGV words. */
+interface Ask { way: number, ka: number, kb: number, key: string, args: number[] }
+
+/** The kinds of lease, in the order a round sends them: sliding windows (CX_DRAIN 0), buckets. */
+const KINDS: readonly LeaseTerms[] = [windowTerms, bucketTerms]
 
 export class RateLease {
   readonly #redis: Redis
@@ -72,7 +78,7 @@ export class RateLease {
     this.#listening = false
   }
 
-  /** The periodic round: every live sliding-window entry; resolves to their number, rejects when Redis did not answer. */
+  /** The periodic round: every live entry; resolves to their number, rejects when Redis did not answer. */
   periodic (): Promise<number> {
     return this.#enqueue(false)
   }
@@ -105,14 +111,21 @@ export class RateLease {
     try {
       const asks = this.#collect(t, bell)
       if (!bell) this.#lastRound = t
-      for (let i = 0; i < asks.length; i += BATCH) {
-        const batch = asks.slice(i, i + BATCH)
-        const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
-        for (const a of batch) args.push(a.floor, a.want, a.est, a.limit, a.ttl)
-        const out = await this.#health.track(() => runScript(this.#redis, RATE_LEASE, batch.map((a) => a.key), args)) as number[]
-        for (let j = 0; j < batch.length; j++) this.#store(batch[j]!, out[2 * j] ?? batch[j]!.floor, out[2 * j + 1] ?? 0)
+      let n = 0
+      for (let k = 0; k < KINDS.length; k++) {
+        const terms = KINDS[k]!
+        const all = asks[k]!
+        n += all.length
+        for (let i = 0; i < all.length; i += BATCH) {
+          const batch = all.slice(i, i + BATCH)
+          const args: Array<string | number> = [this.#conf.node, this.#conf.nodeTtlMs]
+          for (const a of batch) args.push(...a.args)
+          const out = await this.#health.track(() => runScript(this.#redis, terms.script, batch.map((a) => a.key), args)) as number[]
+          const stored = now()
+          for (let j = 0; j < batch.length; j++) this.#store(terms, batch[j]!, stored, out, j * terms.outWords)
+        }
       }
-      return asks.length
+      return n
     } finally {
       // wakes the workers waiting for a lease, granted or not: they decide again (Redis down: on the local share)
       Atomics.add(this.#i32, CLUSTER_BASE + CLH_GRANTS, 1)
@@ -121,14 +134,14 @@ export class RateLease {
   }
 
   /**
-   * What to ask for each entry: the waiting ones (bell), or every live one.
-   * Each set is locked while its entries' leases are lowered to what is asked
-   * (an idle entry gives back the rest: here first, then in Redis).
+   * What to ask for each entry, by kind (KINDS): the waiting ones (bell), or
+   * every live one. Each set is locked while its entries' leases are lowered
+   * to what is asked (an idle entry gives back the rest: here first, then in Redis).
    */
-  #collect (t: number, bell: boolean): Ask[] {
+  #collect (t: number, bell: boolean): Ask[][] {
     const i32 = this.#i32
-    const nodes = Math.max(1, Atomics.load(i32, CLUSTER_BASE + CLH_NODES))
-    const asks: Ask[] = []
+    const r: LeaseRound = { t, lastRound: this.#lastRound, nodes: Math.max(1, Atomics.load(i32, CLUSTER_BASE + CLH_NODES)), staleMs: this.#conf.nodeTtlMs }
+    const asks: Ask[][] = KINDS.map(() => [])
     for (let s = 0; s < CLUSTER_SETS; s++) {
       const set = CLUSTER_TABLE + s * RATE_SET_WORDS
       // a bell round locks only the sets with a waiting entry: it may run back to back under a flood of new sources
@@ -138,26 +151,15 @@ export class RateLease {
         const ka = i32[set + RS_KEY_A + w]!
         if (ka === 0) continue
         const x = CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
-        if (i32[x + CX_KA] !== ka || i32[x + CX_DRAIN] !== 0 || i32[x + CX_PERIOD]! <= 0) continue
-        if (bell && i32[x + CX_WANT] !== 1) continue
-        const d = set + RS_DATA + w * RATE_DATA_WORDS
-        const period = i32[x + CX_PERIOD]!
-        const est = ((t - i32[d + RD_EXPIRE]!) | 0) >= 0 ? 0 : windowEstimate(i32[d + RD_TICK]!, i32[d + RD_A]!, i32[d + RD_B]!, t, period)
-        const lease = i32[x + CX_LEASE]!
+        if (i32[x + CX_KA] !== ka || i32[x + CX_PERIOD]! <= 0) continue
         const wanted = i32[x + CX_WANT] === 1
-        if (!wanted && est === 0 && lease === 0 && i32[x + CX_OTHERS] === 0 && i32[x + CX_SYNCED] === 0) continue
-        const limit = i32[x + CX_LIMIT]!
-        const chunk = Math.max(1, Math.ceil(limit / (4 * nodes)))
-        // waiting workers get a chunk; an entry with requests since the last round keeps room for
-        // as many again (at least 1, at most a chunk), so a trickle holds little the others could use
-        let want = est
-        if (wanted) want += chunk
-        else if (((i32[d + RD_SEEN]! - this.#lastRound) | 0) > 0) want += Math.min(chunk, Math.max(1, est - i32[x + CX_SYNCED]!))
-        const floor = Math.min(want, lease)
-        i32[x + CX_LEASE] = floor
+        if (bell && !wanted) continue
+        const k = i32[x + CX_DRAIN] === 0 ? 0 : 1
+        const args = KINDS[k]!.ask(i32, set + RS_DATA + w * RATE_DATA_WORDS, x, r, wanted)
         i32[x + CX_WANT] = 0
+        if (args === null) continue
         const kb = i32[set + RS_KEY_B + w]!
-        asks.push({ way: s * RATE_WAYS + w, ka, kb, key: redisRateKey(this.#conf.prefix, ka, kb), floor, want, est, limit, ttl: 2 * period + this.#conf.nodeTtlMs })
+        asks[k]!.push({ way: s * RATE_WAYS + w, ka, kb, key: redisRateKey(this.#conf.prefix, ka, kb), args })
       }
       this.#table.unlockSet(set)
     }
@@ -171,17 +173,14 @@ export class RateLease {
   }
 
   /** Writes a grant into the entry's extras, under the set's lock, unless the way changed hands meanwhile. */
-  #store (a: Ask, grant: number, others: number): void {
+  #store (terms: LeaseTerms, a: Ask, t: number, out: readonly number[], at: number): void {
     const i32 = this.#i32
     const set = CLUSTER_TABLE + Math.floor(a.way / RATE_WAYS) * RATE_SET_WORDS
     const w = a.way % RATE_WAYS
     const x = CLUSTER_EXTRA + a.way * CX_WORDS
     this.#table.lockSet(set)
     if (i32[set + RS_KEY_A + w] === a.ka && i32[set + RS_KEY_B + w] === a.kb && i32[x + CX_KA] === a.ka) {
-      i32[x + CX_LEASE] = grant
-      i32[x + CX_ROOM] = grant >= a.want ? 1 : 0
-      i32[x + CX_OTHERS] = Math.min(others, 0x7fff_ffff)
-      i32[x + CX_SYNCED] = a.est
+      terms.grant(i32, set + RS_DATA + w * RATE_DATA_WORDS, x, t, a.args, out, at)
     }
     this.#table.unlockSet(set)
   }

@@ -3,8 +3,9 @@
 //
 // Keys (all under [cluster] prefix):
 //   <prefix>nodes          sorted set: node name → ms its heartbeat expires
-//   <prefix>rl:<hex key>   hash: node name → "<its bucket level>:<ms it goes stale>", or for a
-//                          sliding window "<its lease>:<its window estimate>:<ms it goes stale>"
+//   <prefix>rl:<hex key>   hash: node name → for a sliding window "<its lease>:<its window
+//                          estimate>:<ms it goes stale>", for a bucket "<its capacity lease>:<its
+//                          rate lease>:<its level>:<ms it goes stale>"
 
 import { createHash } from 'node:crypto'
 import type { Redis } from './redis.js'
@@ -24,6 +25,7 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)`
  * KEYS the rate keys; ARGV node, stale ms, then for each key its estimate and
  * its key ttl ms. Stores this node's estimate (0 removes it), drops other
  * nodes' stale ones, returns for each key the sum of the other nodes' estimates.
+ * Since the leases, only withdrawals use it (estimate 0: core/cluster/rate-sync.ts).
  */
 export const RATE_SYNC = NOW + `
 local node = ARGV[1]
@@ -171,3 +173,51 @@ if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[3]) or '0') then redis.ca
 for i = 2, #ARGV, 2 do if redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then moved = true end end
 if moved then return redis.call('INCR', KEYS[2]) end
 return tonumber(redis.call('GET', KEYS[2]) or '0')`
+
+/**
+ * Leases of buckets (core/cluster/bucket-lease.ts). KEYS the rate keys; ARGV
+ * node, stale ms, then for each key: capacity floor, capacity want (units),
+ * its level (units), the capacity, rate floor (in RATE_PARTS, 1,000,000 = the
+ * whole rate), the key's ttl ms. Drops other nodes' stale entries and grants
+ * capacity max(floor, min(want, capacity - the other nodes' capacity leases))
+ * and rate max(rate floor, min(its part of the levels, the whole rate - the
+ * other nodes' rate leases)): beyond what is already held, never more than
+ * the others leave, so neither part of the leases ever sums past the bucket's.
+ * Returns for each key the capacity granted, the rate granted and the sum of
+ * the other nodes' levels.
+ */
+export const BUCKET_LEASE = NOW + `
+local node = ARGV[1]
+local stale = tonumber(ARGV[2])
+local parts = 1000000
+local out = {}
+for i, k in ipairs(KEYS) do
+  local b = 2 + 6 * (i - 1)
+  local floor, want, level, cap, rfloor = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5])
+  local all = redis.call('HGETALL', k)
+  local caps, rates, levels = 0, 0, 0
+  for j = 1, #all, 2 do
+    if all[j] ~= node then
+      local c, r, l, x = string.match(all[j + 1], '^(%d+):(%d+):(%d+):(%d+)$')
+      if x ~= nil and tonumber(x) > ms then
+        caps = caps + tonumber(c) rates = rates + tonumber(r) levels = levels + tonumber(l)
+      else
+        redis.call('HDEL', k, all[j])
+      end
+    end
+  end
+  local grant = math.max(floor, math.min(want, cap - caps))
+  local part = 0
+  if level + levels > 0 then part = math.floor(parts * level / (level + levels)) end
+  local rate = math.max(rfloor, math.min(part, parts - rates))
+  if grant > 0 or rate > 0 or level > 0 then
+    redis.call('HSET', k, node, grant .. ':' .. rate .. ':' .. level .. ':' .. (ms + stale))
+    redis.call('PEXPIRE', k, ARGV[b + 6])
+  else
+    redis.call('HDEL', k, node)
+  end
+  out[3 * i - 2] = grant
+  out[3 * i - 1] = rate
+  out[3 * i] = levels
+end
+return out`

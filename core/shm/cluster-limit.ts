@@ -1,6 +1,6 @@
 // The limit a node applies to its own count of a source of a `scope =
 // "cluster"` rate limit, from what the control plane last learnt from Redis
-// (core/cluster/rate-sync.ts). Called inside the rate table's set lock.
+// (core/cluster/rate-lease.ts). Called inside the rate table's set lock.
 //
 // Sliding windows with Redis up hold to a lease (core/cluster/rate-lease.ts):
 // the most own estimate this node may reach, granted by Redis out of what the
@@ -9,15 +9,17 @@
 // trip. With Redis down, each node keeps limit ÷ live nodes (the last count it
 // knew), so the cluster as a whole still admits about `limit`.
 //
-// Buckets (token and leaky), with Redis up: the cluster's level is the sum of
-// the nodes' levels, and the room left at the last sync (capacity - others -
-// own) is split evenly between the live nodes: each may admit its share before
-// the next sync tells it what the others did; near the capacity every node
-// slows down together (the "checked more tightly" rule of docs/cluster.md).
-// Each node's level drains at its part of the rate, in
-// proportion to its part of the level at the last sync, so the cluster's level
-// drains at the whole rate. Redis down: capacity ÷ nodes, rate ÷ nodes.
-import { CLH_BELL, CLH_NODES, CLH_UP, CLUSTER_BASE, CX_DRAIN, CX_KA, CX_LEASE, CX_LIMIT, CX_OTHERS, CX_PERIOD, CX_ROOM, CX_SYNCED, CX_WANT } from './layout.js'
+// Buckets (token and leaky) with Redis up hold to a lease too: a part of the
+// capacity (the most level this node's bucket may reach) and a part of the
+// rate (what its level drains at), both granted by Redis out of what the
+// other nodes' leases leave (core/cluster/bucket-lease.ts). Redis down:
+// capacity ÷ nodes, rate ÷ nodes.
+import {
+  CLH_BELL, CLH_NODES, CLH_UP, CLUSTER_BASE, CX_DRAIN, CX_KA, CX_LEASE, CX_LIMIT, CX_OTHERS, CX_PERIOD, CX_RATE, CX_ROOM, CX_SYNCED, CX_WANT,
+} from './layout.js'
+
+/** A bucket's whole rate in CX_RATE's unit: a lease of RATE_PARTS drains at the whole rate. */
+export const RATE_PARTS = 1_000_000
 
 /** Longest CX_PERIOD (ms): Redis keys expire after twice that, which must stay a sane PEXPIRE. */
 const MAX_PERIOD_MS = 7 * 86_400_000
@@ -32,6 +34,7 @@ function adopt (i32: Int32Array, x: number, ka: number, periodMs: number, drainU
     i32[x + CX_LEASE] = 0
     i32[x + CX_ROOM] = 1
     i32[x + CX_WANT] = 0
+    i32[x + CX_RATE] = 0
   }
   i32[x + CX_PERIOD] = Math.min(MAX_PERIOD_MS, periodMs)
   i32[x + CX_DRAIN] = drainUs
@@ -39,16 +42,6 @@ function adopt (i32: Int32Array, x: number, ka: number, periodMs: number, drainU
 
 function nodes (i32: Int32Array): number {
   return Math.max(1, i32[CLUSTER_BASE + CLH_NODES]!)
-}
-
-/** This node's part of `limit`: what it knew at the last sync plus its share of the room left then; Redis down, limit ÷ nodes. */
-function share (i32: Int32Array, x: number, limit: number): number {
-  const n = nodes(i32)
-  if (Atomics.load(i32, CLUSTER_BASE + CLH_UP) === 0) return Math.ceil(limit / n)
-  const synced = i32[x + CX_SYNCED]!
-  // rounded up: a source seen by one node only still gets to the limit, at the cost of at most
-  // one request per node over it when all nodes meet the limit within the same sync interval
-  return synced + Math.ceil((limit - i32[x + CX_OTHERS]! - synced) / n)
 }
 
 /**
@@ -83,22 +76,22 @@ export function askLease (i32: Int32Array, x: number): boolean {
 
 /**
  * Most level (units) this node's bucket may reach for the entry whose extras
- * are at `x`; `capacity` (units) and `drainPerMs` (units per ms) are the
- * cluster's.
+ * are at `x`: its lease of the capacity; Redis down, capacity ÷ nodes.
+ * `capacity` (units) and `drainPerMs` (units per ms) are the cluster's.
  */
 export function clusterCapacity (i32: Int32Array, x: number, ka: number, capacity: number, drainPerMs: number): number {
-  adopt(i32, x, ka, Math.ceil(capacity / drainPerMs), Math.min(0x7fff_ffff, Math.max(1, Math.round(1e6 / drainPerMs))))
-  return share(i32, x, capacity)
+  // µs per request rounded up: the control plane, which drains levels with it, never drains faster than the workers
+  adopt(i32, x, ka, Math.ceil(capacity / drainPerMs), Math.min(0x7fff_ffff, Math.max(1, Math.ceil(1e6 / drainPerMs))))
+  i32[x + CX_LIMIT] = capacity
+  if (Atomics.load(i32, CLUSTER_BASE + CLH_UP) === 0) return Math.ceil(capacity / nodes(i32))
+  return i32[x + CX_LEASE]!
 }
 
 /**
- * The part of the rate this node's level drains at (0..1): its part of the
- * cluster's level at the last sync, or 1 ÷ nodes when nothing was known
- * (a new source) or Redis is down. Also read by the control plane, outside the lock.
+ * The part of the rate this node's bucket drains at (0..1): its lease of the
+ * rate; Redis down, 1 ÷ nodes. Also read by the control plane, outside the lock.
  */
 export function drainShare (i32: Int32Array, x: number): number {
-  const synced = i32[x + CX_SYNCED]!
-  const total = synced + i32[x + CX_OTHERS]!
-  if (Atomics.load(i32, CLUSTER_BASE + CLH_UP) === 0 || total <= 0) return 1 / nodes(i32)
-  return synced / total
+  if (Atomics.load(i32, CLUSTER_BASE + CLH_UP) === 0) return 1 / nodes(i32)
+  return i32[x + CX_RATE]! / RATE_PARTS
 }

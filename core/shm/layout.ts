@@ -37,7 +37,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 9
+export const LAYOUT_VERSION = 10
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -163,16 +163,17 @@ export const CLH_GRANTS = 6 // lease rounds done: Atomics.add + notify by the co
 export const CLUSTER_HEADER_WORDS = 16
 // extras of way w of cluster set s, at CLUSTER_EXTRA + (s * RATE_WAYS + w) * CX_WORDS
 export const CX_KA = 0 // KEY_A the extras below belong to (a way changing hands invalidates them)
-export const CX_OTHERS = 1 // the other nodes' window estimates (buckets: levels, units), summed, at the last sync
-export const CX_SYNCED = 2 // this node's own estimate (buckets: level) sent at the last sync
+export const CX_OTHERS = 1 // the other nodes' window estimates (buckets: levels, units), summed, at the last round
+export const CX_SYNCED = 2 // this node's own estimate (buckets: level) sent at the last round
 export const CX_PERIOD = 3 // the entry's window (buckets: ms to drain a full bucket), written by the worker
-export const CX_DRAIN = 4 // 0 = sliding window; buckets: µs to drain one request at the whole rate (>= 1)
-// sliding windows only (core/cluster/rate-lease.ts): this node's lease of the cluster's limit
-export const CX_LEASE = 5 // most own estimate this node may reach (Redis holds at least as much for it)
+export const CX_DRAIN = 4 // 0 = sliding window; buckets: µs to drain one request at the whole rate, rounded up (>= 1)
+// leases (core/cluster/rate-lease.ts): this node's part of the cluster's limit, granted by Redis
+export const CX_LEASE = 5 // most own estimate (buckets: level, units) this node may reach (Redis holds at least as much for it)
 export const CX_ROOM = 6 // 1 = the last grant was all this node asked: it may ask for more; 0 = the cluster had no more
 export const CX_WANT = 7 // 1 = a worker waits for a bigger lease (it rang CLH_BELL)
-export const CX_LIMIT = 8 // the cluster's limit (requests per window), written by the worker
-export const CX_WORDS = 9
+export const CX_LIMIT = 8 // the cluster's limit (requests per window; buckets: capacity, units), written by the worker
+export const CX_RATE = 9 // buckets: this node's part of the rate, in RATE_PARTS (Redis holds at least as much for it)
+export const CX_WORDS = 10
 /** sets of the cluster table when [cluster] is on: 16,384 sources */
 export const CLUSTER_SETS_ON = 2048
 export let CLUSTER_SETS = 0

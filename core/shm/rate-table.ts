@@ -8,9 +8,7 @@
 // never-used one first, then an expired one, then the least recently used),
 // updates the entry's counters and releases the lock with Atomics.store. The
 // critical section is a few dozen integer operations with no allocation and no
-// call out, so a holder is never descheduled for long; a lock held longer than
-// STALE_LOCK_MS can only belong to a thread that died inside it (a terminated
-// worker), and a waiter takes it over.
+// call out (core/shm/shm-lock.ts).
 //
 // The table never grows, never blocks for more than a critical section (or
 // STALE_LOCK_MS after a worker died inside one) and never throws: a full set
@@ -19,23 +17,22 @@
 //
 // Units: ticks are wrapping milliseconds (core/clock.ts now()), compared with
 // ((a - b) | 0). Bucket levels are in 1/1000 of a request (nginx's "excess").
-import { threadId } from 'node:worker_threads'
 import { askLease, clusterCapacity, clusterLimit, drainShare, onLease } from './cluster-limit.js'
 import {
   CX_KA, CX_OTHERS, CX_SYNCED, CX_WORDS, RATE_BASE, RATE_DATA_WORDS, RATE_NAMES, RATE_SET_WORDS, RATE_SETS, RATE_WAYS,
   RD_A, RD_B, RD_EXPIRE, RD_SEEN, RD_TICK, RS_DATA, RS_KEY_A, RS_KEY_B, RS_LOCK,
 } from './layout.js'
 import { writeName } from './rate-names.js'
+import { lock } from './shm-lock.js'
 
 export { KeyHasher, fmix32, keyA, keyB } from './rate-keys.js'
 
-/** A waiter takes over a lock whose holder has not changed for this long (it died inside the critical section). */
-export const STALE_LOCK_MS = 250
-/** Spins between two looks at the wall clock while waiting for a lock. */
-const SPINS_PER_CHECK = 1024
-
-/** window()'s answer when the request is neither admitted nor counted: wait for a bigger lease (CLH_GRANTS), then call again. */
-export const ASK_LEASE = 1
+/**
+ * window()'s and bucket()'s answer when the request is neither admitted nor
+ * counted: wait for a bigger lease (CLH_GRANTS), then call again. Neither a
+ * wait (negative, at most about 6e10 ms) nor a level (>= 0).
+ */
+export const ASK_LEASE = Number.MIN_SAFE_INTEGER
 
 /** One request = 1000 units of bucket level. */
 export const MILLI = 1000
@@ -131,17 +128,18 @@ export class RateTable {
    * request after this one (>= 0, in units; nginx's delay is that / drainPerMs)
    * when accepted, or -wait in ms (<= -1) when refused. With `cx` (as in
    * window()), capacity and drain are the cluster's, and this node's parts of
-   * them come from core/shm/cluster-limit.ts; the wait is then a lower bound.
-   * `owner` and `key` as in window().
+   * them come from core/shm/cluster-limit.ts (its leases, Redis up); the wait
+   * is then a lower bound. With `ask`, a request past this node's lease that
+   * may ask Redis for more is answered ASK_LEASE. `owner` and `key` as in window().
    */
-  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number, cx = -1, owner = 0, key = ''): number {
+  bucket (ka: number, kb: number, now: number, capacity: number, drainPerMs: number, ttlMs: number, cx = -1, owner = 0, key = '', ask = false): number {
     const i32 = this.i32
     const set = this.setOf(kb)
     lock(i32, set + RS_LOCK)
     const d = this.#claim(set, ka, kb, now, owner, key)
     let drain = drainPerMs
-    if (cx >= 0) {
-      const x = this.#extras(cx, set, d)
+    const x = cx >= 0 ? this.#extras(cx, set, d) : -1
+    if (x >= 0) {
       capacity = clusterCapacity(i32, x, ka, capacity, drainPerMs)
       drain *= drainShare(i32, x)
     }
@@ -152,7 +150,8 @@ export class RateTable {
     level += MILLI
     let result: number
     if (level > capacity) {
-      result = -Math.max(1, Math.ceil((level - capacity) / drainPerMs))
+      // past this node's lease (Redis up): the request is decided again once the control plane has asked Redis
+      result = x >= 0 && ask && askLease(i32, x) ? ASK_LEASE : -Math.max(1, Math.ceil((level - capacity) / drainPerMs))
     } else {
       // fractions of a unit are dropped: at most 1/1000 request per accepted request
       i32[d + RD_A] = level
@@ -329,33 +328,6 @@ function reset (i32: Int32Array, d: number, now: number): void {
   i32[d + RD_TICK] = now
   i32[d + RD_A] = 0
   i32[d + RD_B] = 0
-}
-
-// Lock words hold the holder's stamp: its thread id and a sequence number, so
-// that a waiter can tell a lock passing between holders (the value changes)
-// from a lock whose holder died inside the critical section (the same value,
-// for STALE_LOCK_MS of the waiter's own wall clock).
-const THREAD = ((threadId & 0x3fff) + 1) << 16
-let seq = 0
-
-/** Takes the lock word at `set` (a rate set's, or the revocation table's); spins while another thread holds it (a critical section is well under a microsecond). */
-export function lock (i32: Int32Array, set: number): void {
-  const stamp = THREAD | (seq = (seq + 1) & 0xffff)
-  if (Atomics.compareExchange(i32, set, 0, stamp) === 0) return
-  let seen = Atomics.load(i32, set)
-  let since = 0
-  for (let spins = 1; ; spins++) {
-    const held = Atomics.load(i32, set)
-    if (held === 0) {
-      if (Atomics.compareExchange(i32, set, 0, stamp) === 0) return
-    } else if (spins % SPINS_PER_CHECK === 0) {
-      const t = Date.now()
-      if (held !== seen || since === 0) {
-        seen = held
-        since = t
-      } else if (t - since > STALE_LOCK_MS && Atomics.compareExchange(i32, set, held, stamp) === held) return
-    }
-  }
 }
 
 /** Set words needed for a table of `sets` sets (tests build small tables with it). */

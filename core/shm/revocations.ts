@@ -28,7 +28,7 @@ import {
   REVOKE_BASE, REVOKE_HEADER_WORDS, REVOKE_SETS, REVOKE_SET_WORDS, REVOKE_WAYS, RVH_EPOCH, RVH_GEN, RVH_LOCK, RVH_RESETS,
   RV_AT, RV_EXP, RV_KEY_A, RV_KEY_B,
 } from './layout.js'
-import { lock } from './rate-table.js'
+import { lock } from './shm-lock.js'
 
 /** a GEN odd for longer than this belongs to a writer that died inside its change (a terminated worker), ms */
 const STALE_WRITE_MS = 250

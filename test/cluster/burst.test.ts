@@ -6,31 +6,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { sock } from '../admin/util.js'
-import { type Reply, request } from '../helpers.js'
-import { type ClusterFixture, clusterFixture, ok, spread, until } from './nodes.js'
-import type { AdminLb } from '../admin/util.js'
-
-/** `n` requests from `from`, round robin over `nodes`, `inFlight` at a time and no pause between them. */
-async function burst (nodes: AdminLb[], n: number, inFlight: number, from: string): Promise<Reply[]> {
-  const out: Reply[] = new Array(n)
-  let next = 0
-  const lane = async (): Promise<void> => {
-    for (let i = next++; i < n; i = next++) {
-      out[i] = await request(`${nodes[i % nodes.length]!.lb.url}/limited`, { localAddress: from })
-        .catch((err: Error) => ({ status: 0, headers: {}, body: err.message }))
-    }
-  }
-  await Promise.all(Array.from({ length: inFlight }, lane))
-  return out
-}
-
-/** Scripts run by Redis so far (EVALSHA and EVAL): every lease round and sync of every node, and the heartbeats. */
-async function scriptCalls (redis: ReturnType<ClusterFixture['redis']['client']>): Promise<number> {
-  const info = await redis.info('commandstats')
-  let n = 0
-  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1])
-  return n
-}
+import type { Reply } from '../helpers.js'
+import { burst, clusterFixture, ok, scriptCalls, spread, until } from './nodes.js'
 
 function check (rs: Reply[], what: string): number {
   assert.deepEqual(rs.filter((r) => r.status !== 200 && r.status !== 429).map((r) => `${r.status} ${r.body.slice(0, 80)}`), [], `${what}: only 200 and 429`)
@@ -41,7 +18,7 @@ function check (rs: Reply[], what: string): number {
 }
 
 describe('cluster: bursts over the nodes admit the limit within 5%', () => {
-  const f: ClusterFixture = clusterFixture()
+  const f = clusterFixture()
   const nodes = f.nodes
   const seen: string[] = []
 

@@ -128,6 +128,28 @@ export async function spread (nodes: AdminLb[], n: number, gapMs: number, from: 
   return { replies: await Promise.all(pending), ms: last - start }
 }
 
+/** `n` requests to `path` from `from`, round robin over `nodes`, `inFlight` at a time and no pause between them; a failed one is status 0. */
+export async function burst (nodes: AdminLb[], n: number, inFlight: number, from: string, path = '/limited'): Promise<Reply[]> {
+  const out: Reply[] = new Array(n)
+  let next = 0
+  const lane = async (): Promise<void> => {
+    for (let i = next++; i < n; i = next++) {
+      out[i] = await request(`${nodes[i % nodes.length]!.lb.url}${path}`, { localAddress: from })
+        .catch((err: Error) => ({ status: 0, headers: {}, body: err.message }))
+    }
+  }
+  await Promise.all(Array.from({ length: inFlight }, lane))
+  return out
+}
+
+/** Scripts run by Redis so far (EVALSHA and EVAL): every lease round and sync of every node, and the heartbeats. */
+export async function scriptCalls (redis: ReturnType<RedisServer['client']>): Promise<number> {
+  const info = await redis.info('commandstats')
+  let n = 0
+  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1])
+  return n
+}
+
 export const ok = (rs: Reply[]): number => rs.filter((r) => r.status === 200).length
 
 /** The value of an unlabelled (or fully written) metric on a node's /metrics; NaN when absent. */
