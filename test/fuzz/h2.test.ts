@@ -43,7 +43,7 @@ function describe (r: Session, c: H2Case): string {
   const streams = [...r.streams].map(([id, x]) => `stream ${id}: ${x.reset !== null ? `RST_STREAM ${errorName(x.reset)}` : x.status !== 0 ? `status ${x.status}${x.ended ? '' : ' (not ended)'}` : 'nothing'}`)
   const trace = r.trace.length > 12 ? [...r.trace.slice(0, 6), `... ${r.trace.length - 10} more ...`, ...r.trace.slice(-4)] : r.trace
   return `${c.tls ? 'https' : 'h2c'}; ${r.goaway !== null ? `GOAWAY ${errorName(r.goaway.code)} (last stream ${r.goaway.lastStream})` : 'no GOAWAY'}; ` +
-    `${r.closed ? 'closed' : r.pingAcked ? 'open, closing PING answered' : 'open, closing PING not answered'} after ${r.ms} ms; ` +
+    `${r.closed ? `closed${r.error !== null ? ` (${r.error})` : ''}` : r.pingAcked ? 'open, closing PING answered' : 'open, closing PING not answered'} after ${r.ms} ms; ` +
     `${streams.join(', ') || 'no stream answered'}; lb sent ${trace.join(' ')}`
 }
 

@@ -25,6 +25,8 @@ export interface Session {
   closed: boolean
   /** the closing PING was answered: lb read every frame of the case without ending the session */
   pingAcked: boolean
+  /** the socket's error code (ECONNRESET, or EADDRNOTAVAIL when the machine ran out of ports), null when none */
+  error: string | null
   /** frames lb sent, by type name, for the report */
   trace: string[]
   ms: number
@@ -50,7 +52,7 @@ export interface SessionOptions {
 export function h2Session (o: SessionOptions): Promise<Session> {
   return new Promise((resolve) => {
     const started = Date.now()
-    const r: Session = { goaway: null, streams: new Map(), closed: false, pingAcked: false, trace: [], ms: 0 }
+    const r: Session = { goaway: null, streams: new Map(), closed: false, pingAcked: false, error: null, trace: [], ms: 0 }
     const hpack = new HpackDecoder()
     const s: net.Socket = o.tls
       ? tls.connect({ host: '127.0.0.1', port: o.port, servername: 'localhost', ALPNProtocols: ['h2'], rejectUnauthorized: false })
@@ -124,7 +126,7 @@ export function h2Session (o: SessionOptions): Promise<Session> {
         quiet = setTimeout(() => finish(false), o.quietMs ?? 150)
       }
     })
-    s.on('error', () => finish(true))
+    s.on('error', (err: NodeJS.ErrnoException) => { r.error ??= err.code ?? err.message; finish(true) })
     s.on('close', () => finish(true))
   })
 }
