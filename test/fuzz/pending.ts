@@ -1,6 +1,6 @@
 // Failures the campaign expects today, each waiting for a fix on another
 // branch, keyed "generator family/failed check" (see lib/campaign.ts; the
-// families are in lib/http-cases.ts, lib/ws-cases.ts and each surface's
+// families are in lib/http-cases.ts, lib/ws-cases.ts, lib/h2-cases.ts and each surface's
 // file). A case whose key is listed here is reported apart (count and one
 // example) and does not fail its test; every other failure does. Once the
 // fixes are merged, empty this list: every case must then pass. An entry that

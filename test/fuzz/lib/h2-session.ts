@@ -49,7 +49,19 @@ export interface SessionOptions {
   closeWaitMs?: number
 }
 
-export function h2Session (o: SessionOptions): Promise<Session> {
+/**
+ * One session; a connect that fails for want of a local port (EADDRNOTAVAIL: the machine's ephemeral ports
+ * held in TIME_WAIT by an earlier surface) is tried again a few times rather than reported as lb's doing.
+ */
+export async function h2Session (o: SessionOptions): Promise<Session> {
+  for (let i = 0; ; i++) {
+    const r = await once(o)
+    if (r.error !== 'EADDRNOTAVAIL' || i >= 5) return r
+    await new Promise((resolve) => setTimeout(resolve, 500))
+  }
+}
+
+function once (o: SessionOptions): Promise<Session> {
   return new Promise((resolve) => {
     const started = Date.now()
     const r: Session = { goaway: null, streams: new Map(), closed: false, pingAcked: false, error: null, trace: [], ms: 0 }
