@@ -146,7 +146,7 @@ export class EntryPoints {
         try {
           this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
           const workers = this.#workers
-          const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns } : null
+          const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns, log: this.#log } : null
           const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2)
           t.setChallenges(this.#alpn)
           this.#terminators.set(ep.name, t)
@@ -206,7 +206,7 @@ export class EntryPoints {
       if (this.#worker !== 0) return null
       const l = ep.protocol === 'tcp'
         ? new TcpListener(ep, this.#dp, this.#conns)
-        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns, () => this.#dp().conf.timeouts.clientMs) : this.#terminators.get(ep.name)!
+        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns, () => this.#dp().conf.timeouts.clientMs, this.#log) : this.#terminators.get(ep.name)!
       if (!(await l.listen())) failed()
       return l
     }

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs'
 import http2 from 'node:http2'
 import net from 'node:net'
 import { after, before, test } from 'node:test'
-import { type Backend, type Lb, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, startBackend, startLb, waitFor } from '../helpers.js'
 import { E, PREFACE, T, type Frame, data, headers, parseFrames, ping, settings } from '../fuzz/lib/h2-frames.js'
 import { h2Session } from '../fuzz/lib/h2-session.js'
 import { headerBlock, hpackString, literal } from '../fuzz/lib/hpack.js'
@@ -146,6 +146,7 @@ function flood (frame: Buffer, n: number): Promise<{ closed: boolean, frames: Fr
 test('SETTINGS flood: a client that sends 100,000 SETTINGS and reads none of the ACKs is closed', async () => {
   const r = await flood(settings([[0x3, 100]]), 100_000)
   assert.ok(r.closed, `lb kept the connection open (${r.frames.length} frames read, ${r.frames.filter((f) => f.type === T.SETTINGS).length} SETTINGS)`)
+  await waitFor(() => lb.log().includes('Flooding was detected'), 'the flood logged')
   await othersServed('settings-flood')
 })
 
@@ -153,4 +154,15 @@ test('PING flood: a client that sends 100,000 PINGs and reads none of the ACKs i
   const r = await flood(ping(Buffer.alloc(8, 1)), 100_000)
   assert.ok(r.closed, `lb kept the connection open (${r.frames.length} frames read)`)
   await othersServed('ping-flood')
+})
+
+test('a client that keeps sending malformed heads is closed once past maxSessionInvalidFrames, and logged with its address', async () => {
+  // 150 streams whose heads carry an upper-case field name (RFC 9113 §8.2.1): each is an invalid frame
+  const frames = Array.from({ length: 150 }, (_, i) => headers(2 * i + 1, request(`/bad-${i}`, [['X-Upper', 'v']]), { endStream: true }))
+  const r = await h2Session({ port, tls: false, bytes: Buffer.concat([settings([]), ...frames]), end: false, await: [], timeoutMs: 5000 })
+  assert.ok(r.closed, 'the connection is closed')
+  assert.equal(heads.filter((h) => h.startsWith('/bad-')).length, 0, 'nothing forwarded')
+  const logged = await waitFor(() => lb.log().split('\n').find((l) => l.includes('HTTP/2 session closed') && l.includes('"code":"ERR_HTTP2_TOO_MANY_INVALID_FRAMES"')), 'the log line')
+  assert.match(logged, /"client":"127\.0\.0\.1"/)
+  await othersServed('invalid-frames')
 })

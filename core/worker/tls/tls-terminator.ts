@@ -22,6 +22,7 @@
 // setSecureContext applies to new handshakes, established connections keep theirs.
 import net from 'node:net'
 import tls from 'node:tls'
+import type { Logger } from '../../log.js'
 import type { AcmeAlpnChallenge } from '../../protocol.js'
 import type { EntryPointConf } from '../../config/static.js'
 import type { TlsConf } from '../../config/tls.js'
@@ -38,6 +39,8 @@ export interface H2Serving {
   readonly handler: RequestHandler
   /** counts the h2 connections (the http/1.1 ones are counted by the worker's uWS app they are handed to) */
   readonly conns: Connections
+  /** where a session a client ended by breaking a protocol bound is reported */
+  readonly log: Logger
 }
 
 const conns = new Set<tls.TLSSocket>()
@@ -91,7 +94,7 @@ export class TlsTerminator extends NetListener {
       ...(this.#h2 !== null ? { ALPNProtocols: ['h2', 'http/1.1'] } : {}),
     })
     const h2 = this.#h2
-    const h2server = h2 === null ? null : h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'https', handler: h2.handler, streamTimeoutMs: this.#handshakeMs })
+    const h2server = h2 === null ? null : h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'https', handler: h2.handler, streamTimeoutMs: this.#handshakeMs, log: h2.log })
     secure.on('secureConnection', (sock) => {
       if (h2server === null || sock.alpnProtocol !== 'h2') this.#relay(sock)
       else this.#serveH2(sock, h2server, h2!.conns)

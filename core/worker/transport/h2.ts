@@ -15,6 +15,7 @@
 // that node:http2 cannot take at once returns false and onDrain follows.
 import http2 from 'node:http2'
 import type { Http2Conf } from '../../config/http2.js'
+import type { Logger } from '../../log.js'
 import { canonicalIp } from '../../net/ip.js'
 import type { ClientResponse } from './client.js'
 import { ClientState } from './client-state.js'
@@ -190,6 +191,7 @@ export interface H2Options {
   readonly handler: RequestHandler
   /** timeouts.client now (ms): a stream with no frame either way for this long is reset (a body that never comes) */
   readonly streamTimeoutMs: () => number
+  readonly log: Logger
 }
 
 /**
@@ -226,7 +228,14 @@ export function h2Server (o: H2Options): http2.Http2Server {
     maxOutstandingSettings: 10,
   } as http2.ServerOptions)
   server.on('session', (session: http2.ServerHttp2Session) => {
-    session.on('error', () => { /* the session closes; its streams get 'close' */ })
+    // node:http2 ends a session with an error when its client broke a bound (too many invalid frames or refused
+    // streams, nghttp2's memory or flood limits): the session closes, its streams get 'close', and the operator
+    // reads who and why, once per connection (at info, as nginx logs a client's protocol errors)
+    // (the address is read now: by the error, the socket is gone)
+    const client = session.socket?.remoteAddress ?? ''
+    session.on('error', (e: Error & { code?: string }) => {
+      o.log.info('HTTP/2 session closed: the client broke a protocol bound', { entrypoint: o.entrypoint, client: canonicalIp(client), code: e.code ?? '', reason: e.message })
+    })
     // idle: no frame either way (node:http2 resets the timer on every read and write)
     session.setTimeout(c.idleTimeoutMs, () => { session.close(); session.destroy() })
   })

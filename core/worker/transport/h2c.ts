@@ -7,6 +7,7 @@
 // PROTOCOL_ERROR from node:http2: nothing is routed.
 import net from 'node:net'
 import type { EntryPointConf } from '../../config/static.js'
+import type { Logger } from '../../log.js'
 import { NetListener } from '../../net/listen.js'
 import type { Connections } from '../connections.js'
 import { h2Server } from './h2.js'
@@ -17,9 +18,11 @@ export class H2cListener extends NetListener {
   readonly #handler: RequestHandler
   readonly #conns: Connections
   readonly #streamTimeoutMs: () => number
+  readonly #log: Logger
 
-  constructor (ep: EntryPointConf, handler: RequestHandler, conns: Connections, streamTimeoutMs: () => number) {
+  constructor (ep: EntryPointConf, handler: RequestHandler, conns: Connections, streamTimeoutMs: () => number, log: Logger) {
     super()
+    this.#log = log
     this.#ep = ep
     this.#handler = handler
     this.#conns = conns
@@ -28,7 +31,7 @@ export class H2cListener extends NetListener {
 
   /** Resolves false when the address cannot be bound. */
   async listen (): Promise<boolean> {
-    const h2 = h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'http', handler: this.#handler, streamTimeoutMs: this.#streamTimeoutMs })
+    const h2 = h2Server({ conf: this.#ep.http2, entrypoint: this.#ep.name, proto: 'http', handler: this.#handler, streamTimeoutMs: this.#streamTimeoutMs, log: this.#log })
     const server = net.createServer({ noDelay: true }, (sock) => {
       const conns = this.#conns
       sock.once('close', () => conns.close())
