@@ -76,8 +76,10 @@ function stringTable (c: Checker, t: Table, key: string, path: string, headers: 
   const raw = c.table(t[key], tp, null)
   const out: Record<string, string> = {}
   for (const [k, v] of Object.entries(raw)) {
-    if (typeof v !== 'string') c.problem(join(tp, k), 'a string', headers ? '(not a string)' : v)
-    else if (headers && !HEADER_NAME.test(k)) c.problem(join(tp, k), 'a header name (letters, digits and !#$%&\'*+.^_`|~-)', k)
+    if (typeof v !== 'string') {
+      if (headers) c.problems.push(`${join(tp, k)}: expected a string (the value is not shown: it may be a credential)`)
+      else c.problem(join(tp, k), 'a string', v)
+    } else if (headers && !HEADER_NAME.test(k)) c.problem(join(tp, k), 'a header name (letters, digits and !#$%&\'*+.^_`|~-)', k)
     else if (headers && /[\r\n\0]/.test(v)) c.problems.push(`${join(tp, k)}: expected a header value without CR, LF or NUL`)
     else out[headers ? k.toLowerCase() : k] = v
   }

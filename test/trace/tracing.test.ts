@@ -7,55 +7,12 @@ import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, freePort, request, startBackend, startLb, waitFor } from '../helpers.js'
 import { type Collector, type OtlpSpan, attr, startCollector } from './collector.js'
+import { config, tracingSection } from './util.js'
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736'
 const PARENT = '00f067aa0ba902b7'
 const TP = (flags = '01'): string => `00-${TRACE}-${PARENT}-${flags}`
 const VALID_TP = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/
-
-export function tracingSection (endpoint: string, extra = ''): string {
-  return `
-[tracing]
-service_name = "edge"
-flush_interval = "50ms"
-${extra}
-[tracing.resource_attributes]
-"deployment.environment" = "test"
-[tracing.otlp.http]
-endpoint = "${endpoint}"
-[tracing.otlp.http.headers]
-Authorization = "Bearer T0KEN-SECRET"
-`
-}
-
-export function config (backend: string, deadPort: number, tracing: string): string {
-  return `[global]
-workers = 1
-access_log = "off"
-
-[entrypoints.web]
-address = "127.0.0.1:{{PORT}}"
-
-[routers.web]
-rule = "PathPrefix(\`/\`)"
-service = "web"
-[routers.down]
-rule = "PathPrefix(\`/down\`)"
-service = "down"
-
-[services.web]
-[[services.web.servers]]
-name = "b1"
-address = "${backend}"
-check = false
-[services.down]
-[[services.down.servers]]
-name = "gone"
-address = "127.0.0.1:${deadPort}"
-check = false
-max_fails = 0
-${tracing}`
-}
 
 /** the last request the backend saw with this path */
 function seen (b: Backend, url: string): http.IncomingHttpHeaders {
