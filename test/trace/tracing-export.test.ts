@@ -61,7 +61,7 @@ describe('tracing: a collector down, back, slow', () => {
     collector.hold()
     const before = (lb.log().match(WARN) ?? []).length
     assert.equal((await request(`${lb.url}/slow-1`)).status, 200)
-    await waitFor(() => (lb.log().match(WARN) ?? []).length > before && /no answer within export_timeout/.test(lb.log()), 'a warning naming the time-out')
+    await waitFor(() => (lb.log().match(WARN) ?? []).length > before && /no answer within 300 ms \(export_timeout\)/.test(lb.log()), 'a warning naming the time-out')
     for (let i = 0; i < 5; i++) assert.equal((await request(`${lb.url}/slow-more-${i}`)).status, 200)
     collector.release()
     await waitFor(() => collector.spans.some((s) => attr(s, 'url.path') === '/slow-more-4'), 'spans once the collector answers again', 20_000)

@@ -14,12 +14,11 @@
 // max_queue_spans + batch_size spans. Any other answer drops the batch (it
 // would be refused again). One warning per outage, one info line when spans
 // flow again; the configured headers (credentials) are never logged.
-import http from 'node:http'
-import https from 'node:https'
 import type { TracingConf } from '../../config/tracing.js'
 import type { Logger } from '../../log.js'
 import type { Stripe } from '../../shm/counters.js'
 import { G_TRACE_DROPPED, G_TRACE_EXPORTED } from '../../shm/layout.js'
+import { post } from '../../net/http-post.js'
 import { exportRequest } from './otlp-json.js'
 import type { Span } from './span.js'
 import { SpanQueue } from './span-queue.js'
@@ -27,10 +26,6 @@ import { SpanQueue } from './span-queue.js'
 const BACKOFF_MIN_MS = 1_000
 const BACKOFF_MAX_MS = 30_000
 const RETRYABLE = new Set([429, 502, 503, 504])
-// one kept-alive connection per worker to the collector (exports go one at a time)
-const AGENTS = { http: new http.Agent({ keepAlive: true, maxSockets: 1 }), https: new https.Agent({ keepAlive: true, maxSockets: 1 }) }
-
-type Outcome = 'ok' | 'retry' | 'refused'
 
 export class SpanExporter {
   readonly #stripe: Stripe
@@ -140,8 +135,9 @@ export class SpanExporter {
       this.#drop(batch.length)
       return
     }
-    const outcome = await post(conf, exportRequest({ serviceName: conf.serviceName, attributes: conf.resourceAttributes }, batch))
-    if (outcome.result === 'ok') {
+    const body = exportRequest({ serviceName: conf.serviceName, attributes: conf.resourceAttributes }, batch)
+    const r = await post(new URL(conf.endpoint), conf.headers, 'application/json', body, conf.exportTimeoutMs)
+    if (r.status >= 200 && r.status < 300) {
       this.#stripe.add(G_TRACE_EXPORTED, batch.length)
       this.#backoffMs = 0
       if (this.#down) {
@@ -153,9 +149,11 @@ export class SpanExporter {
     }
     if (!this.#down) {
       this.#down = true
-      this.#log.warn('tracing: the collector does not take spans; they wait (bounded) and are retried', { endpoint: conf.endpoint, reason: outcome.reason })
+      const reason = r.status === 0 ? (r.error.startsWith('no answer within') ? `${r.error} (export_timeout)` : r.error) : `HTTP ${r.status}`
+      this.#log.warn('tracing: the collector does not take spans; they wait (bounded) and are retried', { endpoint: conf.endpoint, reason })
     }
-    if (outcome.result === 'refused' || this.#conf === null) {
+    // a network error, a time-out, and OTLP's retryable statuses are tried again; any other answer would be the same again
+    if ((r.status !== 0 && !RETRYABLE.has(r.status)) || this.#conf === null) {
       this.#drop(batch.length)
       return
     }
@@ -164,29 +162,4 @@ export class SpanExporter {
     this.#retryTimer = setTimeout(() => { this.#retryTimer = null; this.flush() }, this.#backoffMs)
     this.#retryTimer.unref()
   }
-}
-
-/** One POST of `body` to the collector: its outcome, never a rejection. */
-function post (conf: TracingConf, body: string): Promise<{ result: Outcome, reason: string }> {
-  return new Promise((resolve) => {
-    const url = new URL(conf.endpoint)
-    const tls = url.protocol === 'https:'
-    const req = (tls ? https : http).request(url, {
-      method: 'POST',
-      agent: tls ? AGENTS.https : AGENTS.http,
-      timeout: conf.exportTimeoutMs,
-      headers: { ...conf.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      const status = res.statusCode ?? 0
-      res.resume() // the ExportTraceServiceResponse (a partial success at most) is not needed
-      res.on('end', () => {
-        if (status >= 200 && status < 300) resolve({ result: 'ok', reason: '' })
-        else resolve({ result: RETRYABLE.has(status) ? 'retry' : 'refused', reason: `HTTP ${status}` })
-      })
-      res.on('error', () => resolve({ result: 'retry', reason: 'the answer broke off' }))
-    })
-    req.on('timeout', () => req.destroy(new Error(`no answer within export_timeout (${conf.exportTimeoutMs} ms)`)))
-    req.on('error', (err) => resolve({ result: 'retry', reason: err.message }))
-    req.end(body)
-  })
 }
