@@ -62,12 +62,12 @@ test('span queue: bounded, oldest first, refuses when full, resizes keeping the 
 test('OTLP JSON: hex ids, ns times as strings, SERVER kind, ERROR on 5xx, _OTHER for an unknown method', () => {
   const s = Object.assign(new Span(), {
     traceId: T, spanId: P, sampled: true, startUs: 1_700_000_000_123_456, endUs: 1_700_000_000_223_456,
-    method: 'PURGE', path: '/x', scheme: 'https', protocolVersion: '1.1', status: 503, router: 'r', errorCode: 'LB_ERR_NO_SERVER',
+    method: 'PURGE', path: '/x"\\', traceState: 'a="b"', scheme: 'https', protocolVersion: '1.1', status: 503, router: 'r', errorCode: 'LB_ERR_NO_SERVER',
   })
   assert.equal(spanName(s), 'HTTP r')
-  const body = JSON.parse(exportRequest({ serviceName: 'lb', attributes: { 'service.name': 'ignored', env: 'x' } }, [s]))
+  const body = JSON.parse(exportRequest({ serviceName: 'lb', attributes: { 'service.name': 'ignored', 'we"ird': 'x"\n' } }, [s]))
   const resource = body.resourceSpans[0].resource.attributes
-  assert.deepEqual(resource, [{ key: 'service.name', value: { stringValue: 'lb' } }, { key: 'env', value: { stringValue: 'x' } }])
+  assert.deepEqual(resource, [{ key: 'service.name', value: { stringValue: 'lb' } }, { key: 'we"ird', value: { stringValue: 'x"\n' } }])
   const j = body.resourceSpans[0].scopeSpans[0].spans[0]
   assert.equal(j.traceId, T)
   assert.equal(j.parentSpanId, undefined)
@@ -76,6 +76,8 @@ test('OTLP JSON: hex ids, ns times as strings, SERVER kind, ERROR on 5xx, _OTHER
   assert.equal(j.endTimeUnixNano, '1700000000223456000')
   assert.deepEqual(j.status, { code: 2 })
   const a = Object.fromEntries(j.attributes.map((x: { key: string, value: Record<string, string> }) => [x.key, Object.values(x.value)[0]]))
+  assert.equal(a['url.path'], '/x"\\')
+  assert.equal(j.traceState, 'a="b"')
   assert.equal(a['http.request.method'], '_OTHER')
   assert.equal(a['http.request.method_original'], 'PURGE')
   assert.equal(a['http.response.status_code'], '503')
