@@ -64,3 +64,26 @@ test('sample_rate 0: no span for a trace lb starts, flag 00 upstream; a sampled 
   await waitFor(() => collector.spans.find((s) => attr(s, 'url.path') === '/parent-sampled'), 'the span of the sampled parent', 10_000)
   assert.deepEqual(collector.spans.map((s) => attr(s, 'url.path')), ['/parent-sampled'])
 })
+
+test('a request in flight when a reload turns tracing off still gets its span, and lb carries on', async (t) => {
+  let release = (): void => {}
+  const released = new Promise<void>((resolve) => { release = resolve })
+  const backend = await startBackend('b1', (req, res) => {
+    if (req.url === '/held') void released.then(() => res.end('ok'))
+    else res.end('ok')
+  })
+  const collector = await startCollector()
+  t.after(async () => { await backend.close(); await collector.close() })
+  const dead = await freePort()
+  const lb = await startLb(config(backend.address, dead, tracingSection(collector.endpoint)))
+  t.after(() => lb.stop())
+  const pending = request(`${lb.url}/held`)
+  await waitFor(() => backend.requests.some((r) => r.url === '/held'), 'the held request at the backend')
+  lb.write(config(backend.address, dead, ''))
+  await reloadApplied(lb)
+  release()
+  assert.equal((await pending).status, 200)
+  await waitFor(() => collector.spans.find((s) => attr(s, 'url.path') === '/held'), 'the span of the request that began with tracing on', 10_000)
+  assert.equal((await request(`${lb.url}/after`)).status, 200)
+  assert.equal(headersOf(backend, '/after').traceparent, undefined)
+})

@@ -80,7 +80,8 @@ export class SpanExporter {
       this.#drop(1)
       return
     }
-    if (!this.#soon && q.size >= this.#conf!.batchSize && this.#sending === null) {
+    // a span of a request that began before a reload turned tracing off leaves at once (no timer runs then)
+    if (!this.#soon && q.size >= (this.#conf?.batchSize ?? 1) && this.#sending === null) {
       this.#soon = true
       setImmediate(this.#flushSoon)
     }
