@@ -27,6 +27,8 @@ export interface Collector {
   readonly spans: OtlpSpan[]
   /** export requests received, with their headers */
   readonly posts: Array<{ headers: http.IncomingHttpHeaders, contentType: string }>
+  /** answers this status (no span kept) until refuse(0) */
+  refuse (status: number): void
   /** answers wait until release() (a slow collector) */
   hold (): void
   release (): void
@@ -47,6 +49,7 @@ export async function startCollector (): Promise<Collector> {
   const spans: OtlpSpan[] = []
   const posts: Collector['posts'] = []
   let held: Array<() => void> | null = null
+  let refusing = 0
   const sockets = new Set<net.Socket>()
   let server: http.Server
   let port = 0
@@ -61,6 +64,10 @@ export async function startCollector (): Promise<Collector> {
             return
           }
           posts.push({ headers: req.headers, contentType: req.headers['content-type'] ?? '' })
+          if (refusing !== 0) {
+            res.writeHead(refusing, { 'content-type': 'application/json' }).end('{"code":3,"message":"refused by the test"}')
+            return
+          }
           const body = JSON.parse(Buffer.concat(chunks).toString()) as {
             resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }, scopeSpans: Array<{ spans: OtlpSpan[] }> }>
           }
@@ -90,6 +97,7 @@ export async function startCollector (): Promise<Collector> {
     get endpoint () { return `http://127.0.0.1:${port}/v1/traces` },
     spans,
     posts,
+    refuse: (status) => { refusing = status },
     hold: () => { held ??= [] },
     release: () => {
       const h = held ?? []

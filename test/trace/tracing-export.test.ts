@@ -66,6 +66,20 @@ describe('tracing: a collector down, back, slow', () => {
     collector.release()
     await waitFor(() => collector.spans.some((s) => attr(s, 'url.path') === '/slow-more-4'), 'spans once the collector answers again', 20_000)
   })
+
+  test('refused (HTTP 400): the batch is dropped and counted, not sent again', async () => {
+    const dropped = await metric(lb, 'lb_tracing_spans_dropped_total')
+    const posts = collector.posts.length
+    collector.refuse(400)
+    assert.equal((await request(`${lb.url}/refused`)).status, 200)
+    await waitFor(async () => await metric(lb, 'lb_tracing_spans_dropped_total') === dropped + 1, 'the refused span counted dropped')
+    await lb.logMatching(/"msg":"tracing: the collector does not take spans"[^\n]*"reason":"HTTP 400","spans":"dropped \(counted\)"/)
+    collector.refuse(0)
+    assert.equal((await request(`${lb.url}/after-refused`)).status, 200)
+    await waitFor(() => collector.spans.some((s) => attr(s, 'url.path') === '/after-refused'), 'the next span')
+    assert.equal(collector.posts.length, posts + 2, 'the refused batch was not sent again')
+    assert.ok(!collector.spans.some((s) => attr(s, 'url.path') === '/refused'))
+  })
 })
 
 test('SIGTERM: spans still queued reach the collector before lb exits', async (t) => {

@@ -148,13 +148,16 @@ export class SpanExporter {
       }
       return
     }
+    // a network error, a time-out, and OTLP's retryable statuses are tried again; any other answer would be the same again
+    const retry = (r.status === 0 || RETRYABLE.has(r.status)) && this.#conf !== null
     if (!this.#down) {
       this.#down = true
       const reason = r.status === 0 ? (r.error.startsWith('no answer within') ? `${r.error} (export_timeout)` : r.error) : `HTTP ${r.status}`
-      this.#log.warn('tracing: the collector does not take spans; they wait (bounded) and are retried', { endpoint: conf.endpoint, reason })
+      this.#log.warn('tracing: the collector does not take spans', {
+        endpoint: conf.endpoint, reason, spans: retry ? 'kept (bounded) and sent again with back-off' : 'dropped (counted)',
+      })
     }
-    // a network error, a time-out, and OTLP's retryable statuses are tried again; any other answer would be the same again
-    if ((r.status !== 0 && !RETRYABLE.has(r.status)) || this.#conf === null) {
+    if (!retry) {
       this.#drop(batch.length)
       return
     }
