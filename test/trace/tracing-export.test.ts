@@ -21,6 +21,7 @@ const DASHBOARD = `
 [dashboard]
 address = "127.0.0.1:0"
 metrics = true
+api = true
 insecure = true
 `
 
@@ -65,6 +66,11 @@ describe('tracing: a collector down, back, slow', () => {
     for (let i = 0; i < 5; i++) assert.equal((await request(`${lb.url}/slow-more-${i}`)).status, 200)
     collector.release()
     await waitFor(() => collector.spans.some((s) => attr(s, 'url.path') === '/slow-more-4'), 'spans once the collector answers again', 20_000)
+  })
+
+  test('the dashboard API\'s overview names the tracing exporter as Traefik does', async () => {
+    const r = await request(`http://127.0.0.1:${await lb.portOf('dashboard')}/api/overview`)
+    assert.equal((JSON.parse(r.body) as { features: { tracing: string } }).features.tracing, 'OTLP')
   })
 
   test('refused (HTTP 400): the batch is dropped and counted, not sent again', async () => {
