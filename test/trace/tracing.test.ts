@@ -173,6 +173,9 @@ describe('tracing: propagation, sampling, spans', () => {
       assert.ok(m !== null, `traceparent on the upgrade: ${h?.traceparent}`)
       assert.equal(m[1], TRACE)
       assert.notEqual(m[2], PARENT)
+      const s = await spanOf(collector, '/ws')
+      assert.equal(s.spanId, m[2])
+      assert.equal(attr(s, 'http.response.status_code'), '101')
     } finally {
       await lbWs.stop()
       ws.close()
