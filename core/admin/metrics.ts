@@ -9,7 +9,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import {
   ADMIN_STATES, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_AUTH_REFUSED,
-  G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, H_FAULTS, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
+  G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_TRACE_DROPPED, G_TRACE_EXPORTED, G_WRITING, H_CONN_ACTIVE, H_FAULTS, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
   H_RELOAD_FAILS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES, REQ_METHODS, T_BYTES_IN, T_BYTES_OUT,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
@@ -168,6 +168,9 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('counter', 'lb_overload_refusals_total', 'Client connections closed at once because global.max_connections were open.', [], () => one(sumGlobal(shm, G_REFUSED)))
   pull('counter', 'lb_ratelimit_refusals_total', 'Requests refused with 429 by a rate-limit middleware.', [], () => one(sumGlobal(shm, G_RATE_LIMITED)))
   pull('counter', 'lb_auth_refusals_total', 'Requests refused with 401 or 403 by an authentication middleware.', [], () => one(sumGlobal(shm, G_AUTH_REFUSED)))
+  pull('counter', 'lb_tracing_spans_dropped_total', 'Trace spans dropped before a collector accepted them: a worker\'s queue was full (collector away or slow), the collector refused them, or lb stopped first.', [],
+    () => one(sumGlobal(shm, G_TRACE_DROPPED)))
+  pull('counter', 'lb_tracing_spans_exported_total', 'Trace spans the OTLP collector accepted.', [], () => one(sumGlobal(shm, G_TRACE_EXPORTED)))
   pull('counter', 'lb_control_plane_errors_total', 'Exceptions in the control plane (management handlers, health checks, reloads...) logged and carried on from.', [],
     () => one(Atomics.load(shm.i32, H_FAULTS)))
   pull('counter', 'lb_config_reloads_total', 'Configuration reloads applied (SIGHUP).', [], () => one(Atomics.load(shm.i32, H_RELOADS)))

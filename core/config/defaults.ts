@@ -143,4 +143,14 @@ export const DEFAULTS = {
     nodeTtlMs: 3000, // a node that stops heartbeating leaves the membership after this
     insecure: false, // true = allow plain-text redis:// to a non-loopback host
   },
+  // [tracing] (core/config/tracing.ts, core/worker/trace/): only when the section is present
+  tracing: {
+    serviceName: 'lb', // the service.name resource attribute (Traefik's default is "traefik")
+    sampleRate: 1.0, // share of new traces recorded, 0..1; a valid traceparent's sampled flag decides for its trace (Traefik: 1.0)
+    endpoint: 'https://localhost:4318/v1/traces', // OTLP/HTTP collector (Traefik's default)
+    maxQueueSpans: 2048, // spans a worker holds for export; more are dropped and counted (OTel BatchSpanProcessor maxQueueSize)
+    batchSize: 512, // spans per export request (OTel maxExportBatchSize)
+    flushIntervalMs: 5_000, // a worker exports what it holds this often (OTel scheduledDelayMillis)
+    exportTimeoutMs: 10_000, // an export not answered within this failed, and is retried with back-off (OTLP exporter timeout)
+  },
 } as const

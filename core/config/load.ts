@@ -14,6 +14,7 @@ import type { GenerationConf } from './generation.js'
 import { type AcmeResolverConf, checkResolvers, checkRouterResolvers } from './acme.js'
 import { type ClusterConf, checkCluster } from './cluster.js'
 import { type FileProviderConf, checkProviders, mergeProviderFiles, providerFiles } from './file-provider.js'
+import { type TracingConf, checkTracing } from './tracing.js'
 
 export interface Config {
   /** absolute path of the file this was read from ('' for text) */
@@ -36,6 +37,8 @@ export interface Config {
   readonly cluster: ClusterConf | null
   /** [providers.file]: more dynamic configuration in a directory (file-provider.ts); null = none */
   readonly providers: FileProviderConf | null
+  /** [tracing]: OpenTelemetry traces (tracing.ts); null = off. Reloads. */
+  readonly tracing: TracingConf | null
 }
 
 /**
@@ -55,7 +58,7 @@ export interface ConfigSections {
 /** Changes the parsed TOML before validation (the config API's state overlay, core/admin/config-api/state.ts). */
 export type RawOverlay = (raw: unknown, file: string) => unknown
 
-const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster', 'providers']
+const TOP_KEYS = ['global', 'timeouts', 'limits', 'entrypoints', 'routers', 'services', 'middlewares', 'admin', 'dashboard', 'runtime_socket', 'generation', 'certificates_resolvers', 'cluster', 'providers', 'tracing']
 
 /** The main file's parsed TOML with the provider files' routers, services and middlewares merged in. */
 export interface Merged {
@@ -106,6 +109,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const runtimeSocket = checkRuntimeSocket(c, top.runtime_socket, global.stateDir)
   const cluster = checkCluster(c, top.cluster, baseDir)
   const providers = checkProviders(c, top.providers, baseDir)
+  const tracing = checkTracing(c, top.tracing)
   c.problems.push(...capacityProblems({ services, routers, entrypoints }, chooseCapacities(limits, { services, routers, entrypoints }), limits, false))
   const own = merged?.problems ?? []
   if (c.problems.length > 0 || own.length > 0) {
@@ -114,7 +118,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
     const lines = [...own.map((p) => `  ${p}`), ...c.problems.map((p) => `  ${originOf(origins, p, label)}: ${p}`)]
     throw lbError('LB_ERR_CONFIG_INVALID', { file: label, problems: lines.join('\n') })
   }
-  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers, cluster, providers })
+  return deepFreeze({ file, baseDir, global, timeouts, limits, entrypoints, routers, services, middlewares, admin, dashboard, runtimeSocket, generation, certificatesResolvers, cluster, providers, tracing })
 }
 
 /**

@@ -219,7 +219,11 @@ export const G_RATE_LIMITED = 13 // 429 answered by a middleware (rate limit ref
 export const G_AUTH_REFUSED = 14 // 401/403 answered by a middleware (authentication refusals)
 // gauge: this worker's share of H_CONN_ACTIVE, so that a dead worker's connections can be taken off it (clearGauges)
 export const G_CONN_OPEN = 15
-export const GLOBAL_COUNTERS = 16
+// [tracing] (core/worker/trace/exporter.ts): spans dropped (queue full, collector refused them, shut down before
+// they left) and spans the collector accepted
+export const G_TRACE_DROPPED = 16
+export const G_TRACE_EXPORTED = 17
+export const GLOBAL_COUNTERS = 18
 
 /** A status's class as an offset from G_RESP_1XX or C_RESP_1XX: 0 (1xx) to 4 (5xx); codes outside 100-599 count in the nearest class. */
 export function statusClass (status: number): number {

@@ -41,6 +41,8 @@ import { httpRequestHead } from './proxy/forward-head.js'
 import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
+import type { SpanExporter } from './trace/exporter.js'
+import { Tracer } from './trace/tracer.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
@@ -70,13 +72,18 @@ export class DataPlane implements ExchangeHost {
   readonly middlewares = new Map<string, Hooks>()
   /** routers whose service is the generation endpoint: lb's own refusals on them take the caller's API shape */
   readonly #genRouters = new Set<string>()
+  /** [tracing] on: each request's span (core/worker/trace/); null when off */
+  readonly #tracer: Tracer | null
 
-  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, host: PluginHost) {
+  /** `spans`: the worker's span exporter (configured for conf.tracing by the caller); null: no tracing */
+  constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, host: PluginHost,
+    spans: SpanExporter | null = null) {
     this.conf = conf
     this.shm = shm
     this.stripe = stripe
     this.log = log
     this.accessLog = accessLog
+    this.#tracer = conf.tracing !== null && spans !== null ? new Tracer(conf.tracing, spans, this.services) : null
     const used = new Set<string>()
     for (const s of conf.services) this.services.set(s.name, this.#buildService(s, slots, pools, used))
     for (const s of this.services.values()) s.group?.link(this.services)
@@ -200,6 +207,7 @@ export class DataPlane implements ExchangeHost {
     }
     this.stripe.add(G_REQUESTS)
     this.stripe.add(G_WRITING, 1)
+    if (this.#tracer !== null) this.#tracer.start(ctx)
     if (fault !== null) {
       // the connection is closed after the answer: what follows on it cannot be framed safely
       this.error(ctx, client, fault.code, fault.params, true)
@@ -382,5 +390,6 @@ export class DataPlane implements ExchangeHost {
     recordRequest(s.f64, s.base, ctx.epSlot, ctx.routeSlot, ctx.method, ctx.status, grpc, ms, ctx.bytesIn, ctx.bytesOut, ctx.reply !== null)
     recordHeadIn(s.f64, s.base, ctx.epSlot, ctx.method, ctx.path, ctx.query, ctx.headers)
     if (this.accessLog.enabled) this.accessLog.write(ctx, Math.round(ms))
+    if (ctx.trace !== null) this.#tracer?.end(ctx, ms)
   }
 }

@@ -20,12 +20,15 @@ import { setNodeHeadLimit, setNodeTimeouts } from './transport/node-engine.js'
 import { setAcmeTokens } from './tls/acme-challenge.js'
 import { cutExchanges } from './proxy/proxy.js'
 import { openSessions } from './proxy/tcp-proxy.js'
+import { SpanExporter } from './trace/exporter.js'
 
 const data = workerData as WorkerData
 const port = parentPort!
 const post = (m: FromWorker): void => port.postMessage(m)
 
 const DRAIN_POLL_MS = 50
+/** SIGTERM: spans still queued get this long to reach the collector before the thread exits, ms */
+const SPAN_FLUSH_MS = 2_000
 /** a shared revocation not answered by the control plane within this is given up on (its own bounds are shorter), ms */
 const REVOKE_WAIT_MS = 5_000
 
@@ -61,7 +64,10 @@ async function main (): Promise<void> {
     status: (middleware, status, message) => post({ type: 'status', index: data.index, generation, middleware, status, message }),
     shareRevocation,
   })
-  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation))
+  // one span exporter per worker, kept across generations as the access log is ([tracing], core/worker/trace/)
+  const spans = new SpanExporter(stripe, log)
+  spans.configure(data.config.tracing)
+  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation), spans)
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
@@ -86,7 +92,8 @@ async function main (): Promise<void> {
           .then(() => loadPluginModules(msg.config.middlewares.map((m) => m.type), msg.config.baseDir, msg.config.global.pluginsDir))
           .then(() => {
             const retired = dp
-            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, hostOf(msg.generation))
+            spans.configure(msg.config.tracing)
+            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, hostOf(msg.generation), spans)
             clientTimeouts(msg.config.timeouts)
             // every generation makes its middleware instances anew: the replaced ones stop what they started
             retireMiddlewares(retired.middlewares, log)
@@ -111,11 +118,15 @@ async function main (): Promise<void> {
       case 'drain': {
         entrypoints.unlisten()
         const writing = stripeBase(data.index) + G_WRITING
+        let exiting = false
         const exit = (): void => {
           clearInterval(poll)
+          if (exiting) return
+          exiting = true
           retireMiddlewares(dp.middlewares, log)
           accessLog.close()
-          process.exit(0) // closes uWS first (the 'exit' handler): every client socket still open is closed
+          // closes uWS first (the 'exit' handler): every client socket still open is closed
+          void spans.shutdown(SPAN_FLUSH_MS).finally(() => process.exit(0))
         }
         const poll = setInterval(() => {
           if (shm.f64[writing]! > 0 || entrypoints.busy()) return

@@ -237,7 +237,8 @@ export function dashboardApi (ctx: AdminContext): Surface {
           http: { routers: counts(v.routers), services: counts(v.services), middlewares: counts(v.middlewares) },
           tcp: { routers: counts(tcpRouters(c)), services: counts(tcpServices(ctx, c)), middlewares: zero },
           udp: { routers: zero, services: zero },
-          features: { tracing: '', metrics: c.dashboard.metrics ? 'Prometheus' : '', accessLog: c.global.accessLog !== 'off' },
+          // Traefik names its tracing exporter's section ("OTLP" in v3): lb's one is [tracing.otlp.http]
+          features: { tracing: c.tracing === null ? '' : 'OTLP', metrics: c.dashboard.metrics ? 'Prometheus' : '', accessLog: c.global.accessLog !== 'off' },
           providers: v.services.some((s) => s.provider === 'api') ? ['File', 'API'] : ['File'],
           // lb's own: [cluster] (absent without it, so a single node's overview is Traefik's shape)
           ...(ctx.cluster() === null ? {} : { cluster: clusterOverview(ctx) }),

@@ -2,6 +2,7 @@
 // V8 keeps one hidden class. Plugins read the request from it and use the
 // pre-declared slots; they never see uWS objects.
 import type { PathPolicy } from './path-policy.js'
+import type { Span } from '../trace/span.js'
 
 /** An answer produced by a middleware instead of proxying (401, 429, 301, ...). */
 export interface Reply {
@@ -60,6 +61,8 @@ export class Ctx {
   grpcStatus = -1
   bytesIn = 0
   bytesOut = 0
+  /** this request's span when [tracing] is on (core/worker/trace/tracer.ts), null otherwise */
+  trace: Span | null = null
   // --- slots for middlewares
   /** authenticated user name (basicAuth, jwt) */
   user = ''
