@@ -37,7 +37,7 @@
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
 // compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
 
-export const LAYOUT_VERSION = 10
+export const LAYOUT_VERSION = 11
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
