@@ -21,6 +21,7 @@ const RPM_KEY = 'lb-cluster-rpm-0123456789abcdefg'
 const TPM_KEY = 'lb-cluster-tpm-0123456789abcdefg'
 const BURST_RPM_KEY = 'lb-cluster-burst-rpm-0123456789ab'
 const BURST_TPM_KEY = 'lb-cluster-burst-tpm-0123456789ab'
+const DOWN_KEY = 'lb-cluster-redis-down-0123456789a'
 /** The bursts' limits: BURST_RPM requests per minute, BURST_TPM tokens per minute (100 requests of the fake's 10 tokens). */
 const BURST_RPM = 60
 const BURST_TPM = 1000
@@ -40,6 +41,10 @@ rpm = ${BURST_RPM}
 consumer = "burst-tpm"
 hash = "${tokenHash(BURST_TPM_KEY)}"
 tpm = ${BURST_TPM}
+[[generation.keys]]
+consumer = "down-rpm"
+hash = "${tokenHash(DOWN_KEY)}"
+rpm = 6
 [[generation.keys]]
 consumer = "rpm4"
 hash = "${tokenHash(RPM_KEY)}"
@@ -153,6 +158,31 @@ describe('generation budgets across two cluster nodes', () => {
       const ideal = Math.ceil(BURST_TPM / PER_REQUEST)
       assert.ok(ideal - out.admitted <= ideal * 0.05, `${ideal - out.admitted} false 429s`)
       assert.equal(out.admitted + out.refused, 250, `other statuses: ${out.other.join(' ')}`)
+    })
+  })
+
+  // last: it kills Redis
+  test('Redis down: each node counts alone (rpm = 6 on each node)', async () => {
+    await redis.kill()
+    for (const n of [a, b]) {
+      const dash = `http://127.0.0.1:${await n.portOf('dashboard')}/metrics`
+      await waitFor(async () => /^lb_cluster_redis_up 0$/m.test(await (await request(dash)).body.text()), 'Redis judged down', 10_000)
+    }
+    await withinOneMinute(async () => {
+      for (const n of [a, b]) {
+        const statuses: number[] = []
+        for (let i = 0; i < 8; i++) {
+          const r = await request(`${n.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${DOWN_KEY}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 3 }),
+          })
+          const j = await r.body.json() as any
+          statuses.push(r.statusCode)
+          if (r.statusCode === 429) assert.match(j.error.message, /is over its limit of rpm = 6 requests per minute \(6 used\)/)
+        }
+        assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 429, 429])
+      }
     })
   })
 })
