@@ -29,75 +29,16 @@
 import type { GenLimits } from '../../config/generation.js'
 import { ERRORS, formatError } from '../../errors.js'
 import type { ApiError } from '../dispatch/request.js'
+import { DAY_MS, type LeaseAsk, MINUTE_MS, Usage } from './window.js'
 
-const MINUTE_MS = 60_000
-const DAY_MS = 86_400_000
+export type { LeaseAsk } from './window.js'
+
 /** Consumers without a key (users, addresses) remembered at most; past it, idle ones are forgotten, oldest first. */
 export const MAX_ANON = 100_000
 
 /** Why a request was refused (the `reason` label of lb_gen_consumer_rejections_total). */
 export const REJECT_REASONS = ['unauthorized', 'model', 'rpm', 'tpm', 'tpd', 'in_flight'] as const
 export type RejectReason = typeof REJECT_REASONS[number]
-
-class Usage {
-  /** index of the current minute (ms / 60000) and day (ms / 86400000), UTC */
-  minute = 0
-  day = 0
-  requests = 0
-  minuteTokens = 0
-  dayTokens = 0
-  inFlight = 0
-  /** tokens reserved by the requests in flight admitted in this minute and day */
-  reservedMinute = 0
-  reservedDay = 0
-  /** the other nodes' counts of the same windows (cluster mode; 0 otherwise) */
-  otherRequests = 0
-  otherMinuteTokens = 0
-  otherDayTokens = 0
-  /** this node's leases of the windows (cluster mode, keyed consumers): requests, minute tokens, day tokens */
-  leaseR = 0
-  leaseT = 0
-  leaseD = 0
-  /** what this node used at the last lease round (requests, minute tokens, day tokens) */
-  syncedR = 0
-  syncedT = 0
-  syncedD = 0
-  /** requests admitted ever, and at the last lease round: whether the consumer was active since */
-  admitted = 0
-  admittedAtRound = 0
-  /** a request waits for a lease round, needing at least `wantTokens` tokens */
-  want = false
-  wantTokens = 0
-  /** the last round granted all it asked: a request past its lease may wait for another one */
-  room = true
-  /** a bell round granted since the last periodic round: the requests that waited for it have not used it yet */
-  fresh = false
-  /** the last round asked for the use only (idle): while nothing changes, no need to ask again */
-  settled = false
-
-  roll (now: number): void {
-    const m = Math.floor(now / MINUTE_MS)
-    if (m !== this.minute) {
-      this.minute = m
-      this.requests = 0
-      this.minuteTokens = 0
-      this.reservedMinute = 0
-      this.otherRequests = 0
-      this.otherMinuteTokens = 0
-      this.leaseR = this.leaseT = this.syncedR = this.syncedT = 0
-      this.room = true
-    }
-    const d = Math.floor(now / DAY_MS)
-    if (d !== this.day) {
-      this.day = d
-      this.dayTokens = 0
-      this.reservedDay = 0
-      this.otherDayTokens = 0
-      this.leaseD = this.syncedD = 0
-      this.room = true
-    }
-  }
-}
 
 /** A consumer's counts in its current windows (tokens: charged plus reserved by its requests in flight). */
 export interface WindowCounts {
@@ -121,17 +62,6 @@ export interface Ticket {
  * round may grant some (Budget.admit waits for it).
  */
 export interface Refusal extends ApiError { reason: RejectReason, held: boolean, wait: boolean }
-
-/** What a lease round asks Redis for one consumer (core/gen/budget/lease-script.ts): per limit its floor, want and use. */
-export interface LeaseAsk {
-  consumer: string
-  minute: number
-  day: number
-  /** asked by a bell round (for requests waiting) */
-  bell: boolean
-  /** limit, floor, want, used for rpm, tpm, tpd (limit 0: no lease) */
-  numbers: number[]
-}
 
 const secondsTo = (end: number, now: number): number => Math.max(1, Math.ceil((end - now) / 1000))
 
@@ -222,74 +152,18 @@ export class Ledger {
     }
   }
 
-  /**
-   * What a lease round asks for consumer `id` (null: nothing to say), lowering its leases to the floors asked:
-   * a lease shrinks here first and in Redis after. Each limit asks for its use plus, when a request waits (`bell`
-   * rounds serve those only), a chunk (limit ÷ (4 × live nodes), for tokens at least the largest reservation
-   * waiting); when the consumer was active since the last round, plus what its use grew by (at least 1, at most a
-   * chunk); idle, its use only, which gives the rest back to the other nodes.
-   */
+  /** What a lease round asks for consumer `id` (null: nothing to say): Usage.leaseAsk. */
   leaseAsk (id: string, limits: GenLimits, bell: boolean, nodes: number): LeaseAsk | null {
     const u = this.#get(id)
     u.roll(this.#clock())
-    if (bell && !u.want) return null
-    const active = u.admitted !== u.admittedAtRound
-    const usedT = u.minuteTokens + u.reservedMinute
-    const usedD = u.dayTokens + u.reservedDay
-    const idle = !u.want && !active && !u.fresh
-    // idle and told already: the entry in Redis goes stale after node_ttl, when the others count its use only
-    if (idle && (u.settled || (u.leaseR === 0 && u.leaseT === 0 && u.leaseD === 0)) &&
-      u.syncedR === u.requests && u.syncedT === usedT && u.syncedD === usedD) return null
-    const numbers: number[] = []
-    const ask = (limit: number, lease: number, used: number, synced: number, need: number): number => {
-      if (limit <= 0) {
-        numbers.push(0, 0, 0, used)
-        return 0
-      }
-      const chunk = Math.max(1, Math.ceil(limit / (4 * Math.max(1, nodes))), need)
-      let want = used
-      if (u.want) want += chunk
-      else if (active) want += Math.min(chunk, Math.max(1, used - synced))
-      // the requests woken by a bell round re-admit after this round may have begun: keep what it granted for them
-      if (u.fresh && !bell) want = Math.max(want, lease)
-      const floor = Math.min(want, lease)
-      numbers.push(limit, floor, want, used)
-      return floor
-    }
-    u.leaseR = ask(limits.rpm, u.leaseR, u.requests, u.syncedR, 1)
-    u.leaseT = ask(limits.tpm, u.leaseT, usedT, u.syncedT, u.wantTokens)
-    u.leaseD = ask(limits.tpd, u.leaseD, usedD, u.syncedD, u.wantTokens)
-    u.want = false
-    u.wantTokens = 0
-    u.admittedAtRound = u.admitted
-    if (!bell) u.fresh = false
-    u.settled = idle
-    return { consumer: id, minute: u.minute, day: u.day, bell, numbers }
+    return u.leaseAsk(id, limits, bell, nodes)
   }
 
   /** Stores a lease round's grants and the other nodes' use (`out`: grant, others' use, for rpm, tpm, tpd) of `a`. */
   setLease (a: LeaseAsk, out: readonly number[]): void {
     const u = this.#get(a.consumer)
     u.roll(this.#clock())
-    const n = a.numbers
-    let room = true
-    if (a.minute === u.minute) {
-      u.leaseR = out[0]!
-      u.otherRequests = out[1]!
-      u.leaseT = out[2]!
-      u.otherMinuteTokens = out[3]!
-      u.syncedR = n[3]!
-      u.syncedT = n[7]!
-      room = out[0]! >= n[2]! && out[2]! >= n[6]!
-    }
-    if (a.day === u.day) {
-      u.leaseD = out[4]!
-      u.otherDayTokens = out[5]!
-      u.syncedD = n[11]!
-      room &&= out[4]! >= n[10]!
-    }
-    u.room = room
-    if (a.bell) u.fresh = true
+    u.setLease(a, out)
   }
 
   /** Consumer `id`'s use of its current windows, the other nodes' included (what admit() compares with the limits). */
