@@ -22,6 +22,7 @@ const TPM_KEY = 'lb-cluster-tpm-0123456789abcdefg'
 const BURST_RPM_KEY = 'lb-cluster-burst-rpm-0123456789ab'
 const BURST_TPM_KEY = 'lb-cluster-burst-tpm-0123456789ab'
 const DOWN_KEY = 'lb-cluster-redis-down-0123456789a'
+const GIVE_KEY = 'lb-cluster-give-back-0123456789ab'
 /** The bursts' limits: BURST_RPM requests per minute, BURST_TPM tokens per minute (100 requests of the fake's 10 tokens). */
 const BURST_RPM = 60
 const BURST_TPM = 1000
@@ -41,6 +42,10 @@ rpm = ${BURST_RPM}
 consumer = "burst-tpm"
 hash = "${tokenHash(BURST_TPM_KEY)}"
 tpm = ${BURST_TPM}
+[[generation.keys]]
+consumer = "give-back"
+hash = "${tokenHash(GIVE_KEY)}"
+rpm = 10
 [[generation.keys]]
 consumer = "down-rpm"
 hash = "${tokenHash(DOWN_KEY)}"
@@ -158,6 +163,23 @@ describe('generation budgets across two cluster nodes', () => {
       const ideal = Math.ceil(BURST_TPM / PER_REQUEST)
       assert.ok(ideal - out.admitted <= ideal * 0.05, `${ideal - out.admitted} false 429s`)
       assert.equal(out.admitted + out.refused, 250, `other statuses: ${out.other.join(' ')}`)
+    })
+  })
+
+  test('an idle node gives back its unused lease: the other node is then admitted up to the limit, no false 429', async () => {
+    await withinOneMinute(async () => {
+      const one = async (lb: Lb): Promise<number> => (await request(`${lb.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${GIVE_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 3 }),
+      })).statusCode
+      assert.equal(await one(a), 200)
+      // a's lease round asked a chunk (10 / (4 × 2) rounded up: 2) for its request; idle, it gives back the one it did not use
+      const key = `budget-test:gl:m:${Math.floor(Date.now() / 60_000)}:give-back`
+      await waitFor(async () => /^1:1:/.test(await client.hget(key, 'a') ?? ''), 'node a\'s lease back to its use')
+      const statuses: number[] = []
+      for (let i = 0; i < 10; i++) statuses.push(await one(b))
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 429])
     })
   })
 
