@@ -2,9 +2,11 @@
 // its own generation service, share a real Redis; each node admits a key's
 // consumer on a lease granted in Redis out of what the other node's lease and
 // use leave (core/gen/budget/lease.ts), so what a used on node a counts on b,
-// and a burst spread over both nodes is admitted within the limit. The bursts
-// go to a model on a fake OpenAI-shaped server (test/gen/fake-openai.ts): 7
-// prompt + 3 completion tokens per request, fast.
+// a burst spread over both nodes is admitted within the limit (rpm, tpm) with
+// its false 429s counted, an idle node's unused lease goes back to the other,
+// and with Redis down each node counts alone. The bursts go to a model on a
+// fake OpenAI-shaped server (test/gen/fake-openai.ts): 7 prompt + 3 completion
+// tokens per request, fast.
 
 import assert from 'node:assert/strict'
 import { after, before, describe, type TestContext, test } from 'node:test'
