@@ -24,6 +24,7 @@ const TPM_KEY = 'lb-cluster-tpm-0123456789abcdefg'
 const BURST_RPM_KEY = 'lb-cluster-burst-rpm-0123456789ab'
 const BURST_TPM_KEY = 'lb-cluster-burst-tpm-0123456789ab'
 const DOWN_KEY = 'lb-cluster-redis-down-0123456789a'
+const ONE_NODE_KEY = 'lb-cluster-one-node-0123456789abc'
 const GIVE_KEY = 'lb-cluster-give-back-0123456789ab'
 /** The bursts' limits: BURST_RPM requests per minute, BURST_TPM tokens per minute (100 requests of the fake's 10 tokens). */
 const BURST_RPM = 60
@@ -44,6 +45,10 @@ rpm = ${BURST_RPM}
 consumer = "burst-tpm"
 hash = "${tokenHash(BURST_TPM_KEY)}"
 tpm = ${BURST_TPM}
+[[generation.keys]]
+consumer = "one-node"
+hash = "${tokenHash(ONE_NODE_KEY)}"
+rpm = ${BURST_RPM}
 [[generation.keys]]
 consumer = "give-back"
 hash = "${tokenHash(GIVE_KEY)}"
@@ -165,6 +170,15 @@ describe('generation budgets across two cluster nodes', () => {
       const ideal = Math.ceil(BURST_TPM / PER_REQUEST)
       assert.ok(ideal - out.admitted <= ideal * 0.05, `${ideal - out.admitted} false 429s`)
       assert.equal(out.admitted + out.refused, 250, `other statuses: ${out.other.join(' ')}`)
+    })
+  })
+
+  test(`a burst for one key on one node only: rpm = ${BURST_RPM} admitted, no false 429 (it takes its lease chunk by chunk)`, async (t) => {
+    await withinOneMinute(async () => {
+      const out = await burst([b], ONE_NODE_KEY, 200)
+      report(t, 'rpm, one node', out)
+      assert.equal(out.admitted, BURST_RPM)
+      assert.equal(out.admitted + out.refused, 200, `other statuses: ${out.other.join(' ')}`)
     })
   })
 
