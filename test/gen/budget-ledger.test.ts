@@ -89,6 +89,7 @@ test('reservations: the requests in flight count what they may use until they en
   const r = l.admit('k', limits, 30)
   assert.ok(isRefusal(r))
   assert.match(r.message, /tpm = 100 tokens per minute \(120 used\)/)
+  assert.equal(r.retryAfter, 1, 'full only with reservations: room may come back when they end')
   // they used 10 each: 40 charged, room again
   for (const x of t) x.end(10)
   assert.equal(l.used('k').minuteTokens, 40)

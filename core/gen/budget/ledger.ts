@@ -95,13 +95,16 @@ export class Ledger {
     if (limits.rpm > 0 && requests >= limits.rpm) {
       return refusal(id, 'rpm', `rpm = ${limits.rpm} requests per minute`, requests, secondsTo(nextMinute, now))
     }
+    // full only with this node's reservations: the room may come back when its requests end (Retry-After 1)
     const minuteTokens = u.minuteTokens + u.reservedMinute + u.otherMinuteTokens
     if (limits.tpm > 0 && minuteTokens >= limits.tpm) {
-      return refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, minuteTokens, secondsTo(nextMinute, now))
+      const s = minuteTokens - u.reservedMinute < limits.tpm ? 1 : secondsTo(nextMinute, now)
+      return refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, minuteTokens, s)
     }
     const dayTokens = u.dayTokens + u.reservedDay + u.otherDayTokens
     if (limits.tpd > 0 && dayTokens >= limits.tpd) {
-      return refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, dayTokens, secondsTo((u.day + 1) * DAY_MS, now))
+      const s = dayTokens - u.reservedDay < limits.tpd ? 1 : secondsTo((u.day + 1) * DAY_MS, now)
+      return refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, dayTokens, s)
     }
     if (leased) {
       // under the cluster's limits but past this node's lease: the other nodes hold the rest, maybe unused
