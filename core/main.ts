@@ -26,6 +26,9 @@ import { isTerminated, tlsChallengeEntrypoints } from './config/acme.js'
 import { listenerSwapWarning } from './net/listener-swap.js'
 import { loadUws } from './worker/transport/http.js'
 import type { Cluster } from './cluster/index.js'
+// the scripts' runner only (node:crypto): ioredis is still loaded with [cluster] alone
+import { runScript } from './cluster/scripts.js'
+import type { BudgetCluster } from './gen/budget/lease.js'
 import { type GenerationService, startGeneration } from './gen/service.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
@@ -80,8 +83,18 @@ export async function run (configPath: string): Promise<Running> {
   // the generation endpoint listens before any worker can route to its socket; it runs only
   // when a service routes to it or it has its own listener (a model runner costs memory)
   const wantGen = (c: Config): boolean => c.generation.enabled && (c.services.some((s) => s.kind === 'generate') || c.generation.listen !== '')
-  // in cluster mode the generation budgets of the keys are exchanged over the cluster's Redis connection
-  const genCluster = cluster === null ? null : { redis: cluster.redis, prefix: cluster.conf.prefix, node: cluster.conf.node, syncIntervalMs: cluster.conf.syncIntervalMs }
+  // in cluster mode the generation budgets of the keys are leased over the cluster's Redis connection
+  const genCluster: BudgetCluster | null = cluster === null
+    ? null
+    : {
+        prefix: cluster.conf.prefix,
+        node: cluster.conf.node,
+        syncIntervalMs: cluster.conf.syncIntervalMs,
+        nodeTtlMs: cluster.conf.nodeTtlMs,
+        up: () => cluster.health.up,
+        nodes: () => cluster.status().nodes.length,
+        run: (script, keys, args) => cluster.health.track(() => runScript(cluster.redis, script, keys, args)),
+      }
   let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster) : null
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)

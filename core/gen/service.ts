@@ -14,7 +14,7 @@ import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
 import { Budget } from './budget/budget.js'
 import { ModelUsage } from './dispatch/model-usage.js'
-import type { BudgetCluster } from './budget/exchange.js'
+import type { BudgetCluster } from './budget/lease.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { RemoteRegistry } from './remote/registry.js'
@@ -48,7 +48,7 @@ function listenTcp (server: Server, host: string, port: number): Promise<void> {
 
 /**
  * Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled.
- * `cluster`: in cluster mode, the keys' budgets are exchanged with the other nodes (budget/exchange.ts).
+ * `cluster`: in cluster mode, the keys' budgets are leased from the other nodes (budget/lease.ts).
  */
 export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null): Promise<GenerationService> {
   const glog = log.child({ component: 'generation' })
@@ -73,7 +73,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog)
   const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys), usage: new ModelUsage() }
-  const exchange = cluster === null ? null : env.budget.exchange(cluster, glog)
+  const leases = cluster === null ? null : env.budget.leases(cluster, glog)
   const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
@@ -91,7 +91,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
   let closed: Promise<void> | null = null
 
   const close = async (): Promise<void> => {
-    exchange?.stop()
+    leases?.stop()
     unix.stopAccepting()
     remote.close()
     for (const s of servers) s.close()
@@ -121,7 +121,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     remote.start()
     // the local models' names for the views (requests scan again when they miss)
     void catalog.list().catch(() => undefined)
-    exchange?.start()
+    leases?.start()
   } catch (e) {
     await close()
     throw e

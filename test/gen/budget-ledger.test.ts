@@ -80,3 +80,47 @@ test('consumers without a key are bounded: past MAX_ANON the idle ones are forgo
   assert.ok(isRefusal(l.admit('addr:busy', { ...NONE, maxInFlight: 1 })), 'a consumer with a request in flight is kept')
   busy.end(0)
 })
+
+test('reservations: the requests in flight count what they may use until they end, then what they used', () => {
+  const { l } = ledger(5 * DAY)
+  const limits = { ...NONE, tpm: 100 }
+  // 30 reserved each (max_tokens + prompt bytes): admitted at 0, 30, 60, 90 in flight; the fifth is refused
+  const t = [1, 2, 3, 4].map(() => l.admit('k', limits, 30) as Ticket)
+  const r = l.admit('k', limits, 30)
+  assert.ok(isRefusal(r))
+  assert.match(r.message, /tpm = 100 tokens per minute \(120 used\)/)
+  assert.equal(r.retryAfter, 1, 'full only with reservations: room may come back when they end')
+  // they used 10 each: 40 charged, room again
+  for (const x of t) x.end(10)
+  assert.equal(l.used('k').minuteTokens, 40)
+  assert.ok(!isRefusal(l.admit('k', limits, 30)))
+  assert.equal(l.used('k').minuteTokens, 70)
+})
+
+test('leases: past its lease a request waits (once the last round had room); a bell round\'s grant outlives the next periodic round', () => {
+  const { l } = ledger(6 * DAY)
+  const limits = { ...NONE, rpm: 10, tpm: 100 }
+  const r = l.admit('k', limits, 20, true)
+  assert.ok(isRefusal(r) && r.held && r.wait && r.retryAfter === 1, 'a lease of 0: held, may wait')
+  assert.equal(l.leaseAsk('k', limits, false, 2) === null, false, 'a periodic round serves a request waiting too')
+  const bell = l.leaseAsk('k', limits, true, 2)
+  assert.equal(bell, null, 'the periodic round took the request\'s want')
+  // a bell round for a new request: rpm asks a chunk (10 / (4 × 2) rounded up), tpm the reservation waiting
+  assert.ok(isRefusal(l.admit('k', limits, 20, true)))
+  const ask = l.leaseAsk('k', limits, true, 2)!
+  assert.deepEqual(ask.numbers, [10, 0, 2, 0, 100, 0, 20, 0, 0, 0, 0, 0])
+  l.setLease(ask, [2, 0, 20, 0, 0, 0])
+  // a periodic round before the woken request re-admits keeps the grant whole (it would give back an idle lease)
+  const periodic = l.leaseAsk('k', limits, false, 2)!
+  assert.deepEqual(periodic.numbers.slice(0, 8), [10, 2, 2, 0, 100, 20, 20, 0])
+  l.setLease(periodic, [2, 0, 20, 0, 0, 0])
+  assert.ok(!isRefusal(l.admit('k', limits, 20, true)))
+  // past the lease again and the other nodes hold the rest (the last round granted less than asked): refused at once
+  assert.ok(isRefusal(l.admit('k', limits, 20, true)))
+  const more = l.leaseAsk('k', limits, true, 2)!
+  assert.deepEqual(more.numbers.slice(0, 8), [10, 2, 3, 1, 100, 20, 40, 20])
+  l.setLease(more, [2, 8, 20, 70, 0, 0])
+  const held = l.admit('k', limits, 20, true)
+  assert.ok(isRefusal(held) && held.held && !held.wait)
+  assert.match(held.message, /reached this node's share of its limit of tpm = 100 tokens per minute \(90 used in the cluster\)/)
+})

@@ -16,7 +16,7 @@ import type { JobResult } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
 import { OTHER } from './conf.js'
 import { type Consumer, Consumers } from './consumer.js'
-import { type BudgetCluster, BudgetExchange } from './exchange.js'
+import { type BudgetCluster, BudgetLease } from './lease.js'
 import { Ledger, type Refusal, type Ticket } from './ledger.js'
 import { UsageStats } from './usage.js'
 
@@ -43,6 +43,9 @@ export interface BudgetView {
   limits: GenLimits
 }
 
+/** Lease rounds a request past its node's lease waits for at most (each bounded by [cluster] max_wait), as the rate limit's. */
+const LEASE_ROUNDS = 4
+
 /** A job's sink that knows what its request used; release() ends a request whose sink was detached, refund() one that never ran. */
 export interface MeteredSink extends JobSink {
   release (): void
@@ -53,6 +56,7 @@ export class Budget {
   readonly #consumers: Consumers
   readonly #ledger: Ledger
   readonly #keyed: readonly string[]
+  #lease: BudgetLease | null = null
   readonly usage: UsageStats
 
   constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], clock: () => number = Date.now) {
@@ -62,9 +66,10 @@ export class Budget {
     this.usage = new UsageStats([...this.#keyed, OTHER])
   }
 
-  /** The exchange of the keys' consumers' counts with the other nodes of a cluster (start() it). */
-  exchange (c: BudgetCluster, log: Logger): BudgetExchange {
-    return new BudgetExchange(c, this.#ledger, this.#keyed, log)
+  /** The keys' consumers' leases from the other nodes of a cluster (start() it): admissions go by them from then on. */
+  leases (c: BudgetCluster, log: Logger): BudgetLease {
+    this.#lease = new BudgetLease(c, this.#ledger, this.#consumers.keyedConsumers(), log)
+    return this.#lease
   }
 
   /** Each keyed consumer's use of its current windows against its limits (the dashboard's and `show models`' budgets). */
@@ -90,9 +95,31 @@ export class Budget {
     this.usage.rejected(who.label, 'model')
   }
 
-  /** Admits a request now, or the 429 to answer (with its Retry-After), counted by reason. */
-  admit (who: Consumer): Ticket | Refusal {
-    const t = this.#ledger.admit(who.id, who.limits)
+  /**
+   * Admits a request reserving `reserve` tokens (the most lb knows it may use: Ledger.admit), or the 429 to answer
+   * (with its Retry-After), counted by reason. In cluster mode a request past this node's lease waits for lease
+   * rounds (a Promise: only then), at most LEASE_ROUNDS, each ended by a reply or [cluster] max_wait.
+   */
+  admit (who: Consumer, reserve = 0): Ticket | Refusal | Promise<Ticket | Refusal> {
+    const lease = this.#lease
+    const leased = lease !== null && lease.active
+    const t = this.#ledger.admit(who.id, who.limits, reserve, leased)
+    if ('status' in t && t.wait && leased) return this.#waitLease(who, reserve, lease)
+    return this.#counted(who, t)
+  }
+
+  async #waitLease (who: Consumer, reserve: number, lease: BudgetLease): Promise<Ticket | Refusal> {
+    let t: Ticket | Refusal
+    let rounds = 0
+    do {
+      await lease.need()
+      // Redis judged down meanwhile: decided as without leases
+      t = this.#ledger.admit(who.id, who.limits, reserve, lease.active)
+    } while ('status' in t && t.wait && ++rounds < LEASE_ROUNDS)
+    return this.#counted(who, t)
+  }
+
+  #counted (who: Consumer, t: Ticket | Refusal): Ticket | Refusal {
     if ('status' in t) this.usage.rejected(who.label, t.reason)
     else this.usage.admitted(who.label)
     return t

@@ -62,7 +62,9 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
     return 200
   }
   if (e === null) {
-    const ticket = env.budget.admit(who)
+    // reserved: one token per byte of the texts (the most they can be: a token stands for at least one byte)
+    let ticket = env.budget.admit(who, bytes)
+    if (ticket instanceof Promise) ticket = await ticket
     if (isApiError(ticket)) return refuse(ticket)
     const m = env.budget.meterOf(who, ticket)
     // the end is counted (and the ticket released) just before the result: the result's tokens win
@@ -91,5 +93,5 @@ export async function embedding (env: GenEnv, req: IncomingMessage, res: ServerR
     done: (result) => finish(result.embeddings ?? [], result.promptTokens, result.loadNs, Number(process.hrtime.bigint() - started)),
     fail: failWith,
   }
-  return runJob(env, req, res, spec, r.keepAliveMs ?? env.conf.keepAliveMs, e.size, 'embed', sink, (x) => writer.fail(x), who)
+  return await runJob(env, req, res, spec, r.keepAliveMs ?? env.conf.keepAliveMs, e.size, 'embed', sink, (x) => writer.fail(x), who, bytes)
 }

@@ -113,6 +113,17 @@ function promptBytes (r: GenRequest): number {
   return size
 }
 
+/**
+ * The tokens a request is reserved in its consumer's budget while it runs (core/gen/budget/ledger.ts): the most
+ * lb knows it may use before it runs. Its completion's cap (num_predict, max_tokens, else max_num_predict; none:
+ * 0, unknown) plus one token per byte of its texts (a token stands for at least one byte of text; a chat
+ * template's own tokens are not counted).
+ */
+export function reservation (conf: GenerationConf, r: GenRequest): number {
+  const n = r.options.numPredict
+  return (n !== undefined && n > 0 ? n : conf.maxNumPredict > 0 ? conf.maxNumPredict : 0) + promptBytes(r)
+}
+
 /** The bytes limit of the texts of a request (prompts, messages, texts to embed); null when within. */
 export function overPromptBytes (conf: GenerationConf, size: number): ApiError | null {
   if (conf.maxPromptBytes <= 0 || size <= conf.maxPromptBytes) return null
@@ -152,12 +163,15 @@ export function allowed (env: GenEnv, who: Consumer, model: string): boolean {
  * Admits the request of `who` against its budget, submits `spec` and ties it to the client (its sink writes
  * the reply): a client that goes away cancels it, request_timeout cancels it and `fail`s it with a 504.
  * The sink is wrapped by the budget's meter, so however the job ends its consumer is charged once.
+ * `reserve`: the tokens the request may use, as far as lb knows before it runs (reservation()).
  * Returns 0: the outcome is counted here (a 429 over budget, a 503 when the queue is full) or when the job ends.
  * `tap`: the request's per-model usage, told how it ended (null: not counted per model, as embeddings).
  */
-export function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, spec: JobSpec, keepAliveMs: number, sizeBytes: number,
-  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void, who: Consumer, tap: UsageTap | null = null): number {
-  const ticket = env.budget.admit(who)
+export async function runJob (env: GenEnv, req: IncomingMessage, res: ServerResponse, spec: JobSpec, keepAliveMs: number, sizeBytes: number,
+  endpoint: keyof GenStats['requests'], sink: JobSink, fail: (e: ApiError) => void, who: Consumer, reserve: number, tap: UsageTap | null = null): Promise<number> {
+  let ticket = env.budget.admit(who, reserve)
+  // a Promise only in cluster mode, past this node's lease
+  if (ticket instanceof Promise) ticket = await ticket
   if (isApiError(ticket)) {
     env.requests[endpoint].client_error++
     tap?.leave()
@@ -234,7 +248,8 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     await env.remote.ready()
     // a model nobody serves is a 404 whatever the budget
     if (local === null && !names.some((n) => env.remote.knows(n))) return refuse(writer, modelNotFound(r.displayModel))
-    const ticket = env.budget.admit(who)
+    let ticket = env.budget.admit(who, reservation(env.conf, r))
+    if (ticket instanceof Promise) ticket = await ticket
     if (isApiError(ticket)) return refuse(writer, ticket)
     const m = env.budget.meterOf(who, ticket)
     // the request's end is counted (and its ticket released) before its result is written: the result's tokens win
@@ -270,7 +285,7 @@ export async function generation (env: GenEnv, req: IncomingMessage, res: Server
     },
     fail: (status, message) => writer.fail({ status, message }),
   }
-  return runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x), who, tap)
+  return await runJob(env, req, res, spec, keepAliveMs, e.size, r.endpoint, sink, (x) => writer.fail(x), who, reservation(env.conf, r), tap)
 }
 
 /** `writer` telling the request's usage tap its pieces and its result (a loadOnly request has no tokens to count). */

@@ -1,0 +1,147 @@
+// One consumer's use of its windows on this node (core/gen/budget/ledger.ts
+// keeps one per consumer): requests and tokens of the UTC minute and day, the
+// tokens reserved by its requests in flight, the other nodes' counts and, in
+// cluster mode, this node's leases and what a lease round asks for them
+// (core/gen/budget/lease.ts). Plain fields: the ledger reads and writes them.
+
+import type { GenLimits } from '../../config/generation.js'
+
+export const MINUTE_MS = 60_000
+export const DAY_MS = 86_400_000
+
+/** What a lease round asks Redis for one consumer (core/gen/budget/lease-script.ts): per limit its floor, want and use. */
+export interface LeaseAsk {
+  consumer: string
+  minute: number
+  day: number
+  /** asked by a bell round (for requests waiting) */
+  bell: boolean
+  /** limit, floor, want, used for rpm, tpm, tpd (limit 0: no lease) */
+  numbers: number[]
+}
+
+export class Usage {
+  /** index of the current minute (ms / 60000) and day (ms / 86400000), UTC */
+  minute = 0
+  day = 0
+  requests = 0
+  minuteTokens = 0
+  dayTokens = 0
+  inFlight = 0
+  /** tokens reserved by the requests in flight admitted in this minute and day */
+  reservedMinute = 0
+  reservedDay = 0
+  /** the other nodes' counts of the same windows (cluster mode; 0 otherwise) */
+  otherRequests = 0
+  otherMinuteTokens = 0
+  otherDayTokens = 0
+  /** this node's leases of the windows (cluster mode, keyed consumers): requests, minute tokens, day tokens */
+  leaseR = 0
+  leaseT = 0
+  leaseD = 0
+  /** what this node used at the last lease round (requests, minute tokens, day tokens) */
+  syncedR = 0
+  syncedT = 0
+  syncedD = 0
+  /** requests admitted ever, and at the last lease round: whether the consumer was active since */
+  admitted = 0
+  admittedAtRound = 0
+  /** a request waits for a lease round, needing at least `wantTokens` tokens */
+  want = false
+  wantTokens = 0
+  /** the last round granted all it asked: a request past its lease may wait for another one */
+  room = true
+  /** a bell round granted since the last periodic round: the requests that waited for it have not used it yet */
+  fresh = false
+  /** the last round asked for the use only (idle): while nothing changes, no need to ask again */
+  settled = false
+
+  roll (now: number): void {
+    const m = Math.floor(now / MINUTE_MS)
+    if (m !== this.minute) {
+      this.minute = m
+      this.requests = 0
+      this.minuteTokens = 0
+      this.reservedMinute = 0
+      this.otherRequests = 0
+      this.otherMinuteTokens = 0
+      this.leaseR = this.leaseT = this.syncedR = this.syncedT = 0
+      this.room = true
+    }
+    const d = Math.floor(now / DAY_MS)
+    if (d !== this.day) {
+      this.day = d
+      this.dayTokens = 0
+      this.reservedDay = 0
+      this.otherDayTokens = 0
+      this.leaseD = this.syncedD = 0
+      this.room = true
+    }
+  }
+
+  /**
+   * What a lease round asks for this consumer (`id`; null: nothing to say), lowering its leases to the floors asked:
+   * a lease shrinks here first and in Redis after. Each limit asks for its use plus, when a request waits (`bell`
+   * rounds serve those only), a chunk (limit ÷ (4 × live nodes), for tokens at least the largest reservation
+   * waiting); when the consumer was active since the last round, plus what its use grew by (at least 1, at most a
+   * chunk); idle, its use only, which gives the rest back to the other nodes.
+   */
+  leaseAsk (id: string, limits: GenLimits, bell: boolean, nodes: number): LeaseAsk | null {
+    if (bell && !this.want) return null
+    const active = this.admitted !== this.admittedAtRound
+    const usedT = this.minuteTokens + this.reservedMinute
+    const usedD = this.dayTokens + this.reservedDay
+    const idle = !this.want && !active && !this.fresh
+    // idle and told already: the entry in Redis goes stale after node_ttl, when the others count its use only
+    if (idle && (this.settled || (this.leaseR === 0 && this.leaseT === 0 && this.leaseD === 0)) &&
+      this.syncedR === this.requests && this.syncedT === usedT && this.syncedD === usedD) return null
+    const numbers: number[] = []
+    const ask = (limit: number, lease: number, used: number, synced: number, need: number): number => {
+      if (limit <= 0) {
+        numbers.push(0, 0, 0, used)
+        return 0
+      }
+      const chunk = Math.max(1, Math.ceil(limit / (4 * Math.max(1, nodes))), need)
+      let want = used
+      if (this.want) want += chunk
+      else if (active) want += Math.min(chunk, Math.max(1, used - synced))
+      // the requests woken by a bell round re-admit after this round may have begun: keep what it granted for them
+      if (this.fresh && !bell) want = Math.max(want, lease)
+      const floor = Math.min(want, lease)
+      numbers.push(limit, floor, want, used)
+      return floor
+    }
+    this.leaseR = ask(limits.rpm, this.leaseR, this.requests, this.syncedR, 1)
+    this.leaseT = ask(limits.tpm, this.leaseT, usedT, this.syncedT, this.wantTokens)
+    this.leaseD = ask(limits.tpd, this.leaseD, usedD, this.syncedD, this.wantTokens)
+    this.want = false
+    this.wantTokens = 0
+    this.admittedAtRound = this.admitted
+    if (!bell) this.fresh = false
+    this.settled = idle
+    return { consumer: id, minute: this.minute, day: this.day, bell, numbers }
+  }
+
+  /** Stores a lease round's grants and the other nodes' use (`out`: grant, others' use, for rpm, tpm, tpd) of `a`; the windows have rolled (roll()). */
+  setLease (a: LeaseAsk, out: readonly number[]): void {
+    const n = a.numbers
+    let room = true
+    if (a.minute === this.minute) {
+      this.leaseR = out[0]!
+      this.otherRequests = out[1]!
+      this.leaseT = out[2]!
+      this.otherMinuteTokens = out[3]!
+      this.syncedR = n[3]!
+      this.syncedT = n[7]!
+      room = out[0]! >= n[2]! && out[2]! >= n[6]!
+    }
+    if (a.day === this.day) {
+      this.leaseD = out[4]!
+      this.otherDayTokens = out[5]!
+      this.syncedD = n[11]!
+      room &&= out[4]! >= n[10]!
+    }
+    this.room = room
+    if (a.bell) this.fresh = true
+  }
+}
