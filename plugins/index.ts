@@ -35,10 +35,11 @@ import retry from './retry.js'
 import inFlightReq from './in-flight-req.js'
 import circuitBreaker from './circuit-breaker.js'
 import grpcWeb from './grpc-web.js'
+import errors from './errors.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
   stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex, retry, inFlightReq,
-  circuitBreaker, grpcWeb] as PluginDef[]
+  circuitBreaker, grpcWeb, errors] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

@@ -40,6 +40,8 @@ import { Mirrors } from './proxy/mirror.js'
 import { httpRequestHead } from './proxy/forward-head.js'
 import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
+import { type FilterHost, type Page, ClientFilter, applyFilters } from './request/client-filter.js'
+import { fetchPage } from './proxy/page-fetch.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
@@ -52,7 +54,7 @@ const OPTIONS_ANY = ['allow', 'GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH'] as
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
 export type PoolCache = Map<string, ServerPool>
 
-export class DataPlane implements ExchangeHost {
+export class DataPlane implements ExchangeHost, FilterHost {
   readonly conf: Config
   readonly shm: Shm
   readonly stripe: Stripe
@@ -260,6 +262,9 @@ export class DataPlane implements ExchangeHost {
   }
 
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
+    // the route's response filters (errors, buffering, contentType) wrap the client; one may hold the request back
+    const c = ctx.filters === null ? null : applyFilters(ctx, client, this)
+    if (c instanceof ClientFilter) return c.ready(() => this.#dispatch(ctx, c, target))
     const routed = target.service
     if (routed === null) {
       this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
@@ -308,7 +313,12 @@ export class DataPlane implements ExchangeHost {
 
   #reply (ctx: Ctx, client: ClientResponse): void {
     const r = ctx.reply!
-    this.#answer(ctx, client, r.status, r.headers, r.body)
+    this.#answer(ctx, ctx.filters === null ? client : applyFilters(ctx, client, this), r.status, r.headers, r.body)
+  }
+
+  /** FilterHost.fetchPage: the errors middleware's page, from a service of this generation */
+  fetchPage (ctx: Ctx, service: string, path: string, query: string, done: (page: Page) => void): () => void {
+    return fetchPage(this, this.services.get(service), ctx, path, query, done)
   }
 
   /**
@@ -320,6 +330,7 @@ export class DataPlane implements ExchangeHost {
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
     extra: readonly string[] = []): void {
     ctx.errorCode = code
+    if (ctx.filters !== null) client = applyFilters(ctx, client, this)
     this.#answer(ctx, client, ERRORS[code].status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 

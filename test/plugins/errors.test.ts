@@ -1,0 +1,157 @@
+// errors (Traefik's custom error pages) through the real balancer: a backend
+// that answers 500, 418 and 200, an error-page service that says which path
+// and Host it was asked for, and a route whose only server refuses
+// connections (lb's own 502). The page comes with the caught status (or its
+// rewrite), over HTTP/1.1 and HTTP/2 alike; other statuses pass untouched; an
+// error service that fails gives its failure's body with the caught status.
+// The dashboard API shows the middleware as Traefik's does.
+import { strict as assert } from 'node:assert'
+import http2 from 'node:http2'
+import { after, before, describe, test } from 'node:test'
+import { type Backend, freePort, request, startBackend } from '../helpers.js'
+import { type AdminLb, startAdminLb } from '../admin/util.js'
+import { oneMiddleware, problems } from './setup.js'
+
+describe('errors: config validation', () => {
+  test('status codes and ranges, a known service, rewrites to a status', () => {
+    assert.match(problems(oneMiddleware('type = "errors"\nservice = "web"\nstatus = ["5xx"]')), /middlewares\.m\.status\[0\]: expected a status code or range like "500" or "500-599", found "5xx"/)
+    assert.match(problems(oneMiddleware('type = "errors"\nservice = "nope"\nstatus = ["500"]')), /middlewares\.m\.service: unknown service "nope"/)
+    assert.match(problems(oneMiddleware('type = "errors"\nstatus = ["500"]')), /middlewares\.m\.service: expected a string/)
+    assert.match(problems(oneMiddleware('type = "errors"\nservice = "web"\n[middlewares.m.status_rewrites]\n"418" = 999')), /middlewares\.m\.status_rewrites\.418: expected a status code from 100 to 599, found number 999/)
+  })
+})
+
+interface H2Reply { status: number, headers: http2.IncomingHttpHeaders, body: string }
+
+function h2get (url: string, path: string): Promise<H2Reply> {
+  const s = http2.connect(url)
+  return new Promise((resolve, reject) => {
+    s.on('error', reject)
+    const req = s.request({ ':path': path })
+    let status = 0
+    let headers: http2.IncomingHttpHeaders = {}
+    let body = ''
+    req.setEncoding('utf8')
+    req.on('response', (h) => { status = Number(h[':status']); headers = h })
+    req.on('data', (d: string) => { body += d })
+    req.on('end', () => { s.close(); resolve({ status, headers, body }) })
+    req.on('error', reject)
+  })
+}
+
+describe('errors through the balancer', () => {
+  let app: Backend, pages: Backend, a: AdminLb
+  let h2c = 0
+  before(async () => {
+    app = await startBackend('app', (req, res) => {
+      const code = Number(/^\/(?:x\/)?(\d{3})/.exec(req.url ?? '')?.[1] ?? 200)
+      res.writeHead(code, { 'content-type': 'text/plain', 'x-app': 'yes' })
+      res.end(`app says ${code}\n`)
+    })
+    pages = await startBackend('pages', (req, res) => {
+      if (req.url?.startsWith('/broken')) { req.socket.destroy(); return }
+      res.writeHead(200, { 'content-type': 'text/html', 'x-page': 'yes' })
+      res.end(`<p>page ${req.url} for ${req.headers.host} (${req.method}, ${req.headers['x-client'] ?? '-'})</p>`)
+    })
+    const dead = await freePort()
+    a = await startAdminLb(`[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[entrypoints.h2c]
+address = "127.0.0.1:0"
+protocol = "h2c"
+
+[middlewares.oops]
+type = "errors"
+status = ["500", "501", "502", "503", "505-599", "418"]
+service = "pages"
+query = "/{status}.html?was={originalStatus}&url={url}"
+[middlewares.oops.status_rewrites]
+"418" = 404
+"502-504" = 500
+[middlewares.broken]
+type = "errors"
+status = ["500-599"]
+service = "pages"
+query = "/broken"
+
+[routers.app]
+rule = "PathPrefix(\`/\`)"
+service = "app"
+middlewares = ["oops"]
+[routers.down]
+rule = "PathPrefix(\`/down\`)"
+service = "down"
+middlewares = ["oops"]
+[routers.broken]
+rule = "PathPrefix(\`/x\`)"
+service = "app"
+middlewares = ["broken"]
+[services.app]
+[[services.app.servers]]
+address = "${app.address}"
+check = false
+[services.pages]
+[[services.pages.servers]]
+address = "${pages.address}"
+check = false
+[services.down]
+retries = 0
+[[services.down.servers]]
+address = "127.0.0.1:${dead}"
+check = false
+max_fails = 0
+`)
+    h2c = await a.lb.portOf('h2c')
+  })
+  after(async () => { await a.lb.stop(); await app.close(); await pages.close() })
+
+  test('a caught status: the page from the error service, with that status, the client\'s Host and headers, GET', async () => {
+    const r = await request(`${a.lb.url}/500?q=1`, { method: 'POST', body: 'data', headers: { 'x-client': 'c1', host: 'shop.example' } })
+    assert.equal(r.status, 500)
+    assert.equal(r.body, '<p>page /500.html?was=500&url=%2F500%3Fq%3D1 for shop.example (GET, c1)</p>')
+    assert.equal(r.headers['x-page'], 'yes')
+    assert.equal(r.headers['x-app'], undefined, 'the dropped answer\'s headers are gone')
+    assert.equal(r.headers['content-type'], 'text/html')
+  })
+
+  test('status_rewrites: 418 is answered as 404, {status} the new one and {originalStatus} the old', async () => {
+    const r = await request(`${a.lb.url}/418`)
+    assert.equal(r.status, 404)
+    assert.match(r.body, /page \/404\.html\?was=418&/)
+  })
+
+  test('a status not caught passes untouched', async () => {
+    for (const path of ['/200', '/404', '/504']) {
+      const r = await request(`${a.lb.url}${path}`)
+      assert.equal(r.status, Number(path.slice(1)))
+      assert.equal(r.body, `app says ${path.slice(1)}\n`)
+      assert.equal(r.headers['x-app'], 'yes')
+    }
+  })
+
+  test('lb\'s own 502 (no server answers) is caught too, and rewritten as configured', async () => {
+    const r = await request(`${a.lb.url}/down`)
+    assert.equal(r.status, 500)
+    assert.match(r.body, /page \/500\.html\?was=502&url=%2Fdown for /)
+  })
+
+  test('over HTTP/2 the same', async () => {
+    const r = await h2get(`http://127.0.0.1:${h2c}`, '/501')
+    assert.equal(r.status, 501)
+    assert.match(r.body, /page \/501\.html\?was=501&/)
+    assert.equal(r.headers['x-page'], 'yes')
+  })
+
+  test('an error service that fails: its failure\'s body (lb\'s error text) with the caught status', async () => {
+    const r = await request(`${a.lb.url}/x/500`)
+    assert.equal(r.status, 500)
+    assert.equal(r.body, 'upstream server closed the connection\n')
+  })
+
+  test('the dashboard API shows it as Traefik\'s', async () => {
+    const mw = JSON.parse((await request(`${a.dash}/api/http/middlewares/oops@file`)).body) as Record<string, unknown>
+    assert.deepEqual(mw.errors, { status: ['500', '501', '502', '503', '505-599', '418'], service: 'pages', query: '/{status}.html?was={originalStatus}&url={url}', statusRewrites: { 418: 404, '502-504': 500 } })
+    assert.equal(mw.type, 'errors')
+    assert.equal(mw.status, 'enabled')
+  })
+})
