@@ -36,10 +36,11 @@ import inFlightReq from './in-flight-req.js'
 import circuitBreaker from './circuit-breaker.js'
 import grpcWeb from './grpc-web.js'
 import errors from './errors.js'
+import contentType from './content-type.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
   stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex, retry, inFlightReq,
-  circuitBreaker, grpcWeb, errors] as PluginDef[]
+  circuitBreaker, grpcWeb, errors, contentType] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 
