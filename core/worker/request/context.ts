@@ -26,6 +26,8 @@ export interface Page {
 /** What a filter may ask of the data plane. */
 export interface FilterHost {
   readonly log: Logger
+  /** [limits] max_body (bytes): what a filter that holds a body whole holds at most */
+  readonly conf: { readonly limits: { readonly maxBodyBytes: number } }
   /** answers with an lb error (core/errors.ts) on `client`, counted */
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close?: boolean): void
   /** counts a request that ends without an answer (the client went away) */
