@@ -10,7 +10,7 @@ import http2 from 'node:http2'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { oneMiddleware, problems } from './setup.js'
+import { lbCheck, oneMiddleware, problems } from './setup.js'
 
 describe('buffering: config validation', () => {
   test('retry_expression is refused with the reason; sizes are bytes', () => {
@@ -165,5 +165,42 @@ max_fails = 0
     assert.equal(mw.type, 'buffering')
     const s = JSON.parse((await request(`${a.dash}/api/http/middlewares/stream@file`)).body) as Record<string, unknown>
     assert.deepEqual(s.buffering, { maxRequestBodyBytes: 1000, disableRequestBuffer: true, disableResponseBuffer: true })
+  })
+})
+
+describe('buffering: Traefik\'s documented example ("Sets the maximum request body to 2MB")', () => {
+  // [http.middlewares.limit.buffering] maxRequestBodyBytes = 2000000, in lb's TOML
+  const text = (backend: string): string => `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[middlewares.limit]
+type = "buffering"
+max_request_body_bytes = 2000000
+[routers.r]
+rule = "PathPrefix(\`/\`)"
+service = "app"
+middlewares = ["limit"]
+[services.app]
+[[services.app.servers]]
+address = "${backend}"
+check = false
+`
+  let app: Backend, a: AdminLb
+  before(async () => {
+    app = await startBackend('app', (req, res) => {
+      let n = 0
+      req.on('data', (d: Buffer) => { n += d.length })
+      req.on('end', () => res.end(`got ${n} (${req.headers['content-length'] ?? 'no length'})`))
+    })
+    a = await startAdminLb(text(app.address))
+  })
+  after(async () => { await a.lb.stop(); await app.close() })
+
+  test('lb check accepts it; 2 MB pass (with their length), one byte more is not forwarded: 413', async () => {
+    const r = lbCheck(text('127.0.0.1:9'))
+    assert.equal(r.status, 0, r.out)
+    const ok = await request(a.lb.url + '/', { method: 'POST', headers: CHUNKED, body: Buffer.alloc(2_000_000, 1) })
+    assert.equal(ok.body, 'got 2000000 (2000000)')
+    const over = await request(a.lb.url + '/', { method: 'POST', headers: CHUNKED, body: Buffer.alloc(2_000_001, 1) })
+    assert.equal(over.status, 413)
   })
 })

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Backend, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { sniff } from '../../plugins/mime-sniff.js'
-import { oneMiddleware, problems } from './setup.js'
+import { lbCheck, oneMiddleware, problems } from './setup.js'
 
 const b = (s: string): Buffer => Buffer.from(s, 'latin1')
 
@@ -158,5 +158,34 @@ check = false
     assert.equal(on.type, 'contenttype')
     const off = JSON.parse((await request(`${a.dash}/api/http/middlewares/off@file`)).body) as Record<string, unknown>
     assert.deepEqual(off.contentType, { autoDetect: false })
+  })
+})
+
+describe('contentType: Traefik\'s documented example ("Enable auto-detection")', () => {
+  // [http.middlewares.autodetect.contentType], in lb's TOML
+  const text = (backend: string): string => `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[middlewares.autodetect]
+type = "contentType"
+[routers.r]
+rule = "PathPrefix(\`/\`)"
+service = "app"
+middlewares = ["autodetect"]
+[services.app]
+[[services.app.servers]]
+address = "${backend}"
+check = false
+`
+  let app: Backend, a: AdminLb
+  before(async () => {
+    app = await startBackend('app', (_req, res) => { res.writeHead(200); res.end('<html><body>hello</body></html>') })
+    a = await startAdminLb(text(app.address))
+  })
+  after(async () => { await a.lb.stop(); await app.close() })
+
+  test('lb check accepts it, and a response the backend left untyped gets its detected type', async () => {
+    const r = lbCheck(text('127.0.0.1:9'))
+    assert.equal(r.status, 0, r.out)
+    assert.equal((await request(a.lb.url + '/')).headers['content-type'], 'text/html; charset=utf-8')
   })
 })

@@ -10,7 +10,7 @@ import http2 from 'node:http2'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, freePort, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { oneMiddleware, problems } from './setup.js'
+import { lbCheck, oneMiddleware, problems } from './setup.js'
 
 describe('errors: config validation', () => {
   test('status codes and ranges, a known service, rewrites to a status', () => {
@@ -153,5 +153,56 @@ max_fails = 0
     assert.deepEqual(mw.errors, { status: ['500', '501', '502', '503', '505-599', '418'], service: 'pages', query: '/{status}.html?was={originalStatus}&url={url}', statusRewrites: { 418: 404, '502-504': 500 } })
     assert.equal(mw.type, 'errors')
     assert.equal(mw.status, 'enabled')
+  })
+})
+
+// Traefik's documented example ("Custom Error Page for 5XX Status Code excluding 502 and 504"), in lb's TOML
+const DOC_EXAMPLE = `[middlewares.test-errors]
+type = "errors"
+status = ["500","501","503","505-599"]
+service = "error-handler-service"
+query = "/{status}.html"
+[middlewares.test-errors.status_rewrites]
+"418" = "404"
+"502-504" = "500"
+`
+
+describe('errors: Traefik\'s documented example', () => {
+  let app: Backend, pages: Backend, a: AdminLb
+  const routes = (appAddr: string, pagesAddr: string): string => `[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+${DOC_EXAMPLE}
+[routers.app]
+rule = "PathPrefix(\`/\`)"
+service = "app"
+middlewares = ["test-errors"]
+[services.app]
+[[services.app.servers]]
+address = "${appAddr}"
+check = false
+[services.error-handler-service]
+[[services.error-handler-service.servers]]
+address = "${pagesAddr}"
+check = false
+`
+  before(async () => {
+    app = await startBackend('app', (req, res) => { res.writeHead(Number(req.url!.slice(1))); res.end(`app ${req.url}`) })
+    pages = await startBackend('pages', (req, res) => res.end(`page ${req.url}`))
+    a = await startAdminLb(routes(app.address, pages.address))
+  })
+  after(async () => { await a.lb.stop(); await app.close(); await pages.close() })
+
+  test('lb check accepts it', () => {
+    const r = lbCheck(routes('127.0.0.1:9', '127.0.0.1:9'))
+    assert.equal(r.status, 0, r.out)
+  })
+
+  test('5XX get the page, 503 as 500; 502 and 504 (and 418, not caught) pass as they are', async () => {
+    for (const [path, status, body] of [['/500', 500, 'page /500.html'], ['/599', 599, 'page /599.html'], ['/503', 500, 'page /500.html'],
+      ['/502', 502, 'app /502'], ['/504', 504, 'app /504'], ['/418', 418, 'app /418']] as const) {
+      const r = await request(`${a.lb.url}${path}`)
+      assert.equal(r.status, status, path)
+      assert.equal(r.body, body, path)
+    }
   })
 })
