@@ -68,6 +68,13 @@ query = "/{status}.html?was={originalStatus}&url={url}"
 [middlewares.oops.status_rewrites]
 "418" = 404
 "502-504" = 500
+[middlewares.denied]
+type = "errors"
+status = ["401"]
+service = "pages"
+[middlewares.auth]
+type = "basicAuth"
+users = ["ann:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g="]
 [middlewares.broken]
 type = "errors"
 status = ["500-599"]
@@ -82,6 +89,14 @@ middlewares = ["oops"]
 rule = "PathPrefix(\`/down\`)"
 service = "down"
 middlewares = ["oops"]
+[routers.guarded]
+rule = "PathPrefix(\`/guarded\`)"
+service = "app"
+middlewares = ["denied", "auth"]
+[routers.unguarded]
+rule = "PathPrefix(\`/unguarded\`)"
+service = "app"
+middlewares = ["auth", "denied"]
 [routers.broken]
 rule = "PathPrefix(\`/x\`)"
 service = "app"
@@ -133,6 +148,17 @@ max_fails = 0
     const r = await request(`${a.lb.url}/down`)
     assert.equal(r.status, 500)
     assert.match(r.body, /page \/500\.html\?was=502&url=%2Fdown for /)
+  })
+
+  test('a later middleware\'s answer is caught (basicAuth\'s 401); one before it in the chain is not', async () => {
+    const r = await request(`${a.lb.url}/guarded`)
+    assert.equal(r.status, 401)
+    assert.match(r.body, /^<p>page \/ for /, 'query "" asks for "/"')
+    const before = await request(`${a.lb.url}/unguarded`)
+    assert.equal(before.status, 401)
+    assert.doesNotMatch(before.body, /page/)
+    const d = JSON.parse((await request(`${a.dash}/api/http/middlewares/denied@file`)).body) as Record<string, unknown>
+    assert.deepEqual(d.errors, { status: ['401'], service: 'pages' }, 'what is not set is not shown (omitempty)')
   })
 
   test('over HTTP/2 the same', async () => {
