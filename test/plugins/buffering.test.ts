@@ -47,6 +47,7 @@ const CHUNKED = { 'transfer-encoding': 'chunked' }
 describe('buffering through the balancer', () => {
   let app: Backend, a: AdminLb
   let h2c = 0
+  let node = 0
   before(async () => {
     app = await startBackend('app', (req, res) => {
       const url = new URL(req.url ?? '/', 'http://x')
@@ -75,6 +76,9 @@ address = "127.0.0.1:{{PORT}}"
 [entrypoints.h2c]
 address = "127.0.0.1:0"
 protocol = "h2c"
+[entrypoints.node]
+address = "127.0.0.1:0"
+engine = "node"
 [middlewares.buf]
 type = "buffering"
 max_request_body_bytes = 1000
@@ -103,8 +107,19 @@ check = false
 max_fails = 0
 `)
     h2c = await a.lb.portOf('h2c')
+    node = await a.lb.portOf('node')
   })
   after(async () => { await a.lb.stop(); await app.close() })
+
+  test('on the node engine (node:http) the same: the upload with its length, the answer whole, 413 and 500', async () => {
+    const url = `http://127.0.0.1:${node}`
+    const r = await request(`${url}/buf/echo`, { method: 'POST', headers: CHUNKED, body: 'a'.repeat(700) })
+    assert.deepEqual(JSON.parse(r.body), { te: null, cl: '700', got: 700 })
+    const ok = await request(`${url}/buf/chunks?n=1500`)
+    assert.equal(ok.headers['content-length'], '1500')
+    assert.equal((await request(`${url}/buf/echo`, { method: 'POST', headers: CHUNKED, body: 'b'.repeat(1500) })).status, 413)
+    assert.equal((await request(`${url}/buf/chunks?n=2001`)).status, 500)
+  })
 
   test('a chunked upload reaches the service with a Content-Length, whole; without the middleware it streams chunked', async () => {
     const body = 'a'.repeat(900)
