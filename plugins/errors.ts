@@ -166,6 +166,11 @@ class ErrorPage extends ClientFilter {
   }
 
   override send (status: number, headers: readonly string[], body: string, close?: boolean): void {
+    if (this.#code !== 0) {
+      // lb's error for the caught answer failing midway (h2-proxy.ts answers so before the client saw a byte): the page replaces it all the same
+      this.#drop()
+      return
+    }
     if (!this.#catches(status)) {
       this.inner.send(status, headers, body, close)
       return
