@@ -44,12 +44,13 @@ describe('errors through the balancer', () => {
   let h2c = 0
   before(async () => {
     app = await startBackend('app', (req, res) => {
-      const code = Number(/^\/(?:x\/)?(\d{3})/.exec(req.url ?? '')?.[1] ?? 200)
+      const code = Number(/^\/(?:[a-z]\/)?(\d{3})/.exec(req.url ?? '')?.[1] ?? 200)
       res.writeHead(code, { 'content-type': 'text/plain', 'x-app': 'yes' })
       res.end(`app says ${code}\n`)
     })
     pages = await startBackend('pages', (req, res) => {
       if (req.url?.startsWith('/broken')) { req.socket.destroy(); return }
+      if (req.url?.startsWith('/huge')) { res.end(Buffer.alloc(2 * 1024 * 1024, 0x61)); return }
       res.writeHead(200, { 'content-type': 'text/html', 'x-page': 'yes' })
       res.end(`<p>page ${req.url} for ${req.headers.host} (${req.method}, ${req.headers['x-client'] ?? '-'})</p>`)
     })
@@ -68,6 +69,11 @@ query = "/{status}.html?was={originalStatus}&url={url}"
 [middlewares.oops.status_rewrites]
 "418" = 404
 "502-504" = 500
+[middlewares.huge]
+type = "errors"
+status = ["500"]
+service = "pages"
+query = "/huge"
 [middlewares.denied]
 type = "errors"
 status = ["401"]
@@ -89,6 +95,10 @@ middlewares = ["oops"]
 rule = "PathPrefix(\`/down\`)"
 service = "down"
 middlewares = ["oops"]
+[routers.huge]
+rule = "PathPrefix(\`/y\`)"
+service = "app"
+middlewares = ["huge"]
 [routers.guarded]
 rule = "PathPrefix(\`/guarded\`)"
 service = "app"
@@ -172,6 +182,12 @@ max_fails = 0
     const r = await request(`${a.lb.url}/x/500`)
     assert.equal(r.status, 500)
     assert.equal(r.body, 'upstream server closed the connection\n')
+  })
+
+  test('a page longer than 1 MiB counts as the error service failing', async () => {
+    const r = await request(`${a.lb.url}/y/500`)
+    assert.equal(r.status, 500)
+    assert.match(r.body, /^upstream server sent an invalid response/)
   })
 
   test('the dashboard API shows it as Traefik\'s', async () => {

@@ -17,7 +17,7 @@ import type { ExchangeHost, ServiceRuntime } from '../runtime.js'
 import { H2Exchange } from './h2-proxy.js'
 import { ProxyExchange } from './proxy.js'
 
-/** An error page larger than this is cut off and answered as lb's 502 (bytes). */
+/** An error page longer than this (bytes) counts as the error service failing: the client gets lb's error text. */
 export const PAGE_MAX = 1024 * 1024
 
 const TEXT = ['content-type', 'text/plain'] as const
@@ -59,8 +59,11 @@ class Capture implements ClientResponse {
     if (this.aborted) return true
     this.#size += end - start
     if (this.#size > PAGE_MAX) {
-      this.cancel()
+      // the error service failed, as far as the client is concerned; the exchange cuts its request once this call returns
+      const cb = this.#abort
+      this.#abort = null
       this.#answer('LB_ERR_UPSTREAM_PROTOCOL')
+      if (cb !== null) queueMicrotask(cb)
       return true
     }
     this.#chunks.push(Buffer.from(buf.subarray(start, end))) // a view of a reused buffer
