@@ -10,7 +10,10 @@
 // Routes without these middlewares pay one null test (Ctx.filters).
 //
 // The same filter serves every transport (uWS, node:http, HTTP/2) and both
-// proxies (proxy.ts, h2-proxy.ts): they all write through ClientResponse.
+// proxies (proxy.ts, h2-proxy.ts): they all write through ClientResponse. A
+// WebSocket upgrade is never wrapped. The request is still counted by what
+// answered it (DataPlane.finish, when its answer ends): a filter that changes
+// the status the client gets sets ctx.status as soon as it knows (at the head).
 import type { ClientResponse } from '../transport/client.js'
 import type { WebSocketUpgrade } from '../ws/ws-client.js'
 import type { Ctx, FilterHost } from './context.js'

@@ -14,7 +14,9 @@ export interface Reply {
   body: string
 }
 
-// What response filters (client-filter.ts) are given; declared here, with the Ctx they take, so that neither module imports the other.
+// What response filters (client-filter.ts) are given and made by: declared
+// here, next to the Ctx they take, so that neither module imports the other.
+
 /** An error page as the error service answered it (or lb's own answer when it could not). */
 export interface Page {
   readonly status: number
