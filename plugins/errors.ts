@@ -107,14 +107,23 @@ class ErrorPage extends ClientFilter {
     if (cb !== null) cb()
   }
 
+  /** the status of the page that replaces a caught answer of `status` */
+  #rewrite (status: number): number {
+    const rw = this.#c.rewrites
+    const i = inRanges(rw, 3, status)
+    return i < 0 ? status : rw[i + 2]!
+  }
+
+  override statusFor (status: number): number {
+    return super.statusFor(this.#catches(status) ? this.#rewrite(status) : status)
+  }
+
   #catches (status: number): boolean {
     return this.#code === 0 && inRanges(this.#c.catches, 2, status) >= 0
   }
 
   #catch (status: number): void {
-    const rw = this.#c.rewrites
-    const i = inRanges(rw, 3, status)
-    const code = i < 0 ? status : rw[i + 2]!
+    const code = this.#rewrite(status)
     this.#code = code
     const ctx = this.ctx
     ctx.status = code // counted and logged as the client gets it

@@ -340,7 +340,8 @@ export class DataPlane implements ExchangeHost, FilterHost {
    * that has its answer finds it in every counter, metric and log line.
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
-    ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
+    // counted and logged as the HTTP status lb decided (a filter's rewrite of it, errors' status_rewrites), also when a gRPC client gets it as 200
+    ctx.status = client instanceof ClientFilter ? client.statusFor(status) : status
     if (status >= 400 && (isGrpc(ctx) || isGrpcWeb(ctx))) {
       ctx.grpcStatus = grpcCode(status) // but the request counters count a gRPC call by the grpc-status it got
       // a gRPC-Web client gets its own content-type and, from the route's grpcWeb middleware, its CORS headers

@@ -6,9 +6,11 @@
 // error service that fails gives its failure's body with the caught status.
 // The dashboard API shows the middleware as Traefik's does.
 import { strict as assert } from 'node:assert'
+import { readFileSync } from 'node:fs'
 import http2 from 'node:http2'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, freePort, request, startBackend } from '../helpers.js'
+import { type Backend, freePort, request, startBackend, waitFor } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { lbCheck, oneMiddleware, problems } from './setup.js'
 
@@ -55,7 +57,9 @@ describe('errors through the balancer', () => {
       res.end(`<p>page ${req.url} for ${req.headers.host} (${req.method}, ${req.headers['x-client'] ?? '-'})</p>`)
     })
     const dead = await freePort()
-    a = await startAdminLb(`[entrypoints.web]
+    a = await startAdminLb(`[global]
+access_log = "{{DIR}}/access.log"
+[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 [entrypoints.h2c]
 address = "127.0.0.1:0"
@@ -158,6 +162,9 @@ max_fails = 0
     const r = await request(`${a.lb.url}/down`)
     assert.equal(r.status, 500)
     assert.match(r.body, /page \/500\.html\?was=502&url=%2Fdown for /)
+    // counted and logged as the client got it (written in the background: wait for the line)
+    const line = await waitFor(() => readFileSync(join(a.lb.dir, 'access.log'), 'utf8').split('\n').find((l) => l.includes('"/down"')), 'the access log line')
+    assert.match(line, /"status":500\b/)
   })
 
   test('a later middleware\'s answer is caught (basicAuth\'s 401); one before it in the chain is not', async () => {

@@ -13,7 +13,8 @@
 // proxies (proxy.ts, h2-proxy.ts): they all write through ClientResponse. A
 // WebSocket upgrade is never wrapped. The request is still counted by what
 // answered it (DataPlane.finish, when its answer ends): a filter that changes
-// the status the client gets sets ctx.status as soon as it knows (at the head).
+// the status the client gets sets ctx.status as soon as it knows (at the head),
+// and says what it will make of lb's own answers (statusFor).
 import type { ClientResponse } from '../transport/client.js'
 import type { WebSocketUpgrade } from '../ws/ws-client.js'
 import type { Ctx, FilterHost } from './context.js'
@@ -57,6 +58,12 @@ export class ClientFilter implements ClientResponse {
   send (status: number, headers: readonly string[], body: string, close?: boolean): void { this.inner.send(status, headers, body, close) }
   bodyBytes (body: string): number { return this.inner.bodyBytes(body) }
   destroy (): void { this.inner.destroy() }
+
+  /** The status the client gets for an answer of `status` written here: what lb counts for its own answers before it writes them. */
+  statusFor (status: number): number {
+    const inner = this.inner
+    return inner instanceof ClientFilter ? inner.statusFor(status) : status
+  }
 
   /** Calls `go` when the request may go on; by default when the filters it wraps are ready. */
   ready (go: () => void): void {
