@@ -30,6 +30,8 @@ export const ERRORS = {
   // data plane, answered to clients
   LB_ERR_NO_ROUTE: { status: 404, message: 'no route for this request' },
   LB_ERR_BODY_TOO_LARGE: { status: 413, message: 'request body larger than {limit} bytes' },
+  // the buffering middleware read a response longer than its bound (Traefik answers 500 too)
+  LB_ERR_RESPONSE_TOO_LARGE: { status: 500, message: 'response body larger than {limit} bytes (buffering middleware {middleware})' },
   LB_ERR_BAD_REQUEST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_HEAD_TOO_LARGE: { status: 431, message: 'request head of {bytes} bytes is larger than limits.max_header_bytes ({limit} bytes)' },
   // request headers refused before routing (core/worker/request/request-check.ts); each answer closes the connection

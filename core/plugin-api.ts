@@ -16,6 +16,9 @@ export { CLOCK_MS, now } from './clock.js'
 export type { Logger } from './log.js'
 export type { Shm } from './shm/layout.js'
 export type { Ctx, Reply } from './worker/request/context.js'
+// response filters: a ClientResponse wrapper that sees the head, body and lb's own answers (errors, buffering, contentType)
+export { type FilterFactory, type FilterHost, type Page, ClientFilter } from './worker/request/client-filter.js'
+export type { ClientResponse } from './worker/transport/client.js'
 // regexps in Go's syntax on a linear-time engine, and Go's replacement templates ($1, ${name})
 export { expandGo, linearRegExp, replaceAllGo } from './config/rules/linear-regexp.js'
 // the gRPC-Web mode of a content-type (0 none, 1 binary, 2 base64 text), for Ctx.grpcWeb

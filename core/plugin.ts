@@ -13,6 +13,7 @@ import type { Checker, Table } from './config/check.js'
 import type { Logger } from './log.js'
 import type { Shm } from './shm/layout.js'
 import type { Revocation } from './shm/revocations.js'
+import type { FilterFactory } from './worker/request/client-filter.js'
 import type { Ctx } from './worker/request/context.js'
 
 /**
@@ -115,6 +116,16 @@ export function definePlugin<C> (def: PluginDef<C>): PluginDef<C> {
 export function atEnd (ctx: Ctx, fn: (ctx: Ctx) => void): void {
   if (ctx.ends === null) ctx.ends = [fn]
   else ctx.ends.push(fn)
+}
+
+/**
+ * Wraps the client side of this request in a response filter (core/worker/request/client-filter.ts):
+ * it sees the answer of whatever follows this middleware in the chain (the service, a later
+ * middleware, lb's own errors) before the client does. `f` is made once per instance, in create().
+ */
+export function addClientFilter (ctx: Ctx, f: FilterFactory): void {
+  if (ctx.filters === null) ctx.filters = [f]
+  else ctx.filters.push(f)
 }
 
 /** Adds flat [name, value, ...] pairs to the upstream request (names lower-case). */

@@ -35,10 +35,13 @@ import retry from './retry.js'
 import inFlightReq from './in-flight-req.js'
 import circuitBreaker from './circuit-breaker.js'
 import grpcWeb from './grpc-web.js'
+import errors from './errors.js'
+import contentType from './content-type.js'
+import buffering from './buffering.js'
 
 const BUILTINS: readonly PluginDef[] = [rateLimit, basicAuth, jwt, oidc, redirectScheme, compress, headers, ipAllowList,
   stripPrefix, addPrefix, replacePath, chain, forwardAuth, stripPrefixRegex, replacePathRegex, redirectRegex, retry, inFlightReq,
-  circuitBreaker, grpcWeb] as PluginDef[]
+  circuitBreaker, grpcWeb, errors, contentType, buffering] as PluginDef[]
 
 export const PLUGINS: ReadonlyMap<string, PluginDef> = new Map<string, PluginDef>(BUILTINS.map((p) => [p.name, p]))
 

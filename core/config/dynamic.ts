@@ -225,6 +225,18 @@ export function checkMiddlewares (c: Checker, raw: unknown, baseDir: string, plu
   return out
 }
 
+/** The services middlewares name (the errors middleware's page service): they must exist and proxy HTTP. */
+export function checkMiddlewareServices (c: Checker, middlewares: readonly MiddlewareConf[], services: readonly ServiceConf[]): void {
+  for (const m of middlewares) {
+    if (m.type !== 'errors' || m.conf === null) continue
+    const name = (m.conf as { service: string }).service
+    const s = services.find((x) => x.name === name)
+    const p = join(join('middlewares', m.name), 'service')
+    if (s === undefined) c.problems.push(`${p}: unknown service ${JSON.stringify(name)}`)
+    else if (s.kind === 'status' || s.kind === 'generate') c.problems.push(`${p}: the service ${JSON.stringify(name)} is a ${s.kind} service; error pages come from a service with servers (or a weighted or failover one)`)
+  }
+}
+
 const MAX_PRIORITY = Number.MAX_SAFE_INTEGER
 
 export function checkRouters (c: Checker, raw: unknown, entrypoints: readonly string[], services: readonly ServiceConf[],

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import toml from 'toml'
 import { Checker, deepFreeze, resolvePath } from './check.js'
-import { type MiddlewareChecker, type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewares, checkRouters, checkServices, middlewareTypes } from './dynamic.js'
+import { type MiddlewareChecker, type MiddlewareConf, type RouterConf, type ServiceConf, checkMiddlewareServices, checkMiddlewares, checkRouters, checkServices, middlewareTypes } from './dynamic.js'
 import { type EntryPointConf, type GlobalConf, type LimitsConf, type TimeoutsConf, checkEntryPointServices, checkEntryPoints, checkGlobal, checkLimits, checkTimeouts } from './static.js'
 import { type AdminConf, type DashboardConf, type RuntimeSocketConf, checkAdmin, checkDashboard, checkRuntimeSocket } from './admin.js'
 import { capacityProblems, chooseCapacities } from './capacity.js'
@@ -100,6 +100,7 @@ export function buildConfig (raw: unknown, file: string, sections: ConfigSection
   const services = checkServices(c, top.services, baseDir).map((s) => (s.kind === 'generate' ? generateService(c, s, generation) : s))
   checkEntryPointServices(c, entrypoints, services)
   const middlewares = checkMiddlewares(c, top.middlewares, baseDir, global.pluginsDir, sections.plugin)
+  checkMiddlewareServices(c, middlewares, services)
   // routers serve the HTTP entry points (http, https); a tcp entry point forwards to its service
   const routers = checkRouters(c, top.routers, entrypoints.filter((e) => e.protocol !== 'tcp').map((e) => e.name), services, middlewares)
   const certificatesResolvers = checkResolvers(c, top.certificates_resolvers, entrypoints, global.stateDir, baseDir)

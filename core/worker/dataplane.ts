@@ -40,6 +40,8 @@ import { Mirrors } from './proxy/mirror.js'
 import { httpRequestHead } from './proxy/forward-head.js'
 import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
+import { type FilterHost, type Page, ClientFilter, applyFilters } from './request/client-filter.js'
+import { fetchPage } from './proxy/page-fetch.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
 import type { SpanExporter } from './trace/exporter.js'
 import { Tracer } from './trace/tracer.js'
@@ -54,7 +56,7 @@ const OPTIONS_ANY = ['allow', 'GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH'] as
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
 export type PoolCache = Map<string, ServerPool>
 
-export class DataPlane implements ExchangeHost {
+export class DataPlane implements ExchangeHost, FilterHost {
   readonly conf: Config
   readonly shm: Shm
   readonly stripe: Stripe
@@ -268,6 +270,9 @@ export class DataPlane implements ExchangeHost {
   }
 
   #dispatch (ctx: Ctx, client: ClientResponse, target: RouteTarget): void {
+    // the route's response filters (errors, buffering, contentType) wrap the client; one may hold the request back
+    const c = ctx.filters === null ? null : applyFilters(ctx, client, this)
+    if (c instanceof ClientFilter) return c.ready(() => this.#dispatch(ctx, c, target))
     const routed = target.service
     if (routed === null) {
       this.error(ctx, client, 'LB_ERR_NO_SERVER', { service: '(none)', why: 'the route has no service' })
@@ -316,7 +321,12 @@ export class DataPlane implements ExchangeHost {
 
   #reply (ctx: Ctx, client: ClientResponse): void {
     const r = ctx.reply!
-    this.#answer(ctx, client, r.status, r.headers, r.body)
+    this.#answer(ctx, ctx.filters === null ? client : applyFilters(ctx, client, this), r.status, r.headers, r.body)
+  }
+
+  /** FilterHost.fetchPage: the errors middleware's page, from a service of this generation */
+  fetchPage (ctx: Ctx, service: string, path: string, query: string, done: (page: Page) => void): () => void {
+    return fetchPage(this, this.services.get(service), ctx, path, query, done)
   }
 
   /**
@@ -328,6 +338,7 @@ export class DataPlane implements ExchangeHost {
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close = false,
     extra: readonly string[] = []): void {
     ctx.errorCode = code
+    if (ctx.filters !== null) client = applyFilters(ctx, client, this)
     this.#answer(ctx, client, ERRORS[code].status, extra.length === 0 ? TEXT : [...TEXT, ...extra], formatError(code, params) + '\n', close)
   }
 
@@ -337,7 +348,8 @@ export class DataPlane implements ExchangeHost {
    * that has its answer finds it in every counter, metric and log line.
    */
   #answer (ctx: Ctx, client: ClientResponse, status: number, headers: readonly string[], body: string, close = false): void {
-    ctx.status = status // counted and logged as the HTTP status lb decided, also when a gRPC client gets it as 200
+    // counted and logged as the HTTP status lb decided (a filter's rewrite of it, errors' status_rewrites), also when a gRPC client gets it as 200
+    ctx.status = client instanceof ClientFilter ? client.statusFor(status) : status
     if (status >= 400 && (isGrpc(ctx) || isGrpcWeb(ctx))) {
       ctx.grpcStatus = grpcCode(status) // but the request counters count a gRPC call by the grpc-status it got
       // a gRPC-Web client gets its own content-type and, from the route's grpcWeb middleware, its CORS headers

@@ -1,11 +1,13 @@
 // Shared by the middleware tests: a balancer config with one backend and
 // routers carrying middlewares, and config-problem capture.
 import { strict as assert } from 'node:assert'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseConfig } from '../../core/configure.js'
-import { type Reply, request } from '../helpers.js'
+import { type Reply, CLI, ROOT, request } from '../helpers.js'
 
 /**
  * Entry point `web` on {{PORT}}; `routers` maps a path prefix to its
@@ -38,6 +40,19 @@ export function problems (text: string, file = '/etc/lb/test.toml'): string {
     return (err as Error).message
   }
   assert.fail('expected the config to be rejected')
+}
+
+/** `lb check` of a config text ({{PORT}} as port 1): its exit status and output. */
+export function lbCheck (text: string): { status: number | null, out: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'lb-check-'))
+  try {
+    const file = join(dir, 'lb.toml')
+    writeFileSync(file, text.replaceAll('{{PORT}}', '1'))
+    const r = spawnSync(process.execPath, [CLI, 'check', '-c', file], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 })
+    return { status: r.status, out: r.stdout + r.stderr }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /** Config text with one middleware named `m` and nothing else that could be wrong. */

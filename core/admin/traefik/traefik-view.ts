@@ -101,6 +101,10 @@ export function middlewareOptions (m: MiddlewareConf): unknown {
       const src = sourceCriterion(c.source as Source | undefined)
       return { sourceRange: c.sourceRange, rejectStatusCode: c.rejectStatus, ...(src === undefined ? {} : { ipStrategy: src.ipStrategy }) }
     }
+    case 'buffering': // Traefik's fields are omitempty: what is 0, false or empty is not shown
+    case 'errors':
+      return Object.fromEntries(Object.entries(c).filter(([, v]) => v !== 0 && v !== false && v !== '' &&
+        !(typeof v === 'object' && v !== null && Object.keys(v).length === 0)))
     case 'chain': // the names as configured, as a router's middlewares are shown
       return { middlewares: c.middlewares }
     default:

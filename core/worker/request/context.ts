@@ -1,6 +1,9 @@
 // Per-request state: one fixed-shape object, every field initialised here, so
 // V8 keeps one hidden class. Plugins read the request from it and use the
 // pre-declared slots; they never see uWS objects.
+import type { ErrorCode } from '../../errors.js'
+import type { Logger } from '../../log.js'
+import type { ClientResponse } from '../transport/client.js'
 import type { PathPolicy } from './path-policy.js'
 import type { Span } from '../trace/span.js'
 
@@ -11,6 +14,38 @@ export interface Reply {
   headers: string[]
   body: string
 }
+
+// What response filters (client-filter.ts) are given and made by: declared
+// here, next to the Ctx they take, so that neither module imports the other.
+
+/** An error page as the error service answered it (or lb's own answer when it could not). */
+export interface Page {
+  readonly status: number
+  /** flat [name, value, ...], without framing headers (Content-Length, Transfer-Encoding) */
+  readonly headers: readonly string[]
+  readonly body: Buffer
+}
+
+/** What a filter may ask of the data plane. */
+export interface FilterHost {
+  readonly log: Logger
+  /** [limits] max_body (bytes): what a filter that holds a body whole holds at most */
+  readonly conf: { readonly limits: { readonly maxBodyBytes: number } }
+  /** answers with an lb error (core/errors.ts) on `client`, counted */
+  error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close?: boolean): void
+  /** counts a request that ends without an answer (the client went away) */
+  finish (ctx: Ctx): void
+  /**
+   * GETs `path` (with `query`, '' for none) from service `service` with `ctx`'s
+   * headers (its Host kept), not through any router or middleware, and hands
+   * the whole answer to `done`, once; lb's own error answer when no server
+   * answers. Returns a function that cancels it (the client went away).
+   */
+  fetchPage (ctx: Ctx, service: string, path: string, query: string, done: (page: Page) => void): () => void
+}
+
+/** Makes a route's filter for one request; one function per middleware instance, shared by its requests. */
+export type FilterFactory = (inner: ClientResponse, ctx: Ctx, host: FilterHost) => ClientResponse
 
 export class Ctx {
   /** method as sent (case-sensitive: the standard ones are upper-case) */
@@ -81,6 +116,8 @@ export class Ctx {
   responseHeaders: string[] | null = null
   /** run once when the request ends, however it ends (atEnd in core/plugin.ts; DataPlane.finish) */
   ends: Array<(ctx: Ctx) => void> | null = null
+  /** response filters asked for by middlewares (addClientFilter in core/plugin.ts; client-filter.ts), in chain order; null: none */
+  filters: FilterFactory[] | null = null
 
   header (name: string): string {
     const h = this.headers
