@@ -4,7 +4,7 @@
 // requests in flight finish on the generation they started on.
 import { performance } from 'node:perf_hooks' // the global `performance` is a lazy accessor: a getter call on every use
 import type { Config } from '../config/load.js'
-import type { RouterConf, ServiceConf } from '../config/dynamic.js'
+import type { RouterConf } from '../config/dynamic.js'
 import { type ApiShape, apiOfPath, shapeAnswer } from '../api-errors.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
@@ -15,10 +15,7 @@ import {
 import { isUsable, recordFailure } from '../shm/server-state.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
-import { createBalancer, hash32 } from '../upstream/balancer.js'
-import { ServerPool } from '../upstream/pool.js'
-import { StickyCookies } from '../upstream/sticky.js'
-import { compileCidrs } from '../net/source.js'
+import { hash32 } from '../upstream/balancer.js'
 import { HANDLED, type Hooks } from '../plugin.js'
 import { type PluginHost, createMiddleware } from './request/middleware.js'
 import type { Slots } from '../protocol.js'
@@ -35,26 +32,24 @@ import { DEFAULT_POLICY, type PathPolicy, compilePathPolicy, normalizePath } fro
 import { renderStatus } from './status-page.js'
 import { acmeAnswer } from './tls/acme-challenge.js'
 import { H2Exchange } from './proxy/h2-proxy.js'
-import { GroupRuntime, leafTarget } from './proxy/service-group.js'
+import { leafTarget } from './proxy/service-group.js'
 import { Mirrors } from './proxy/mirror.js'
 import { httpRequestHead } from './proxy/forward-head.js'
-import { h2Pool } from '../upstream/h2-pool.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
 import { type FilterHost, type Page, ClientFilter, applyFilters } from './request/client-filter.js'
 import { fetchPage } from './proxy/page-fetch.js'
 import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
 import type { SpanExporter } from './trace/exporter.js'
 import { Tracer } from './trace/tracer.js'
+import { type PoolCache, buildService } from './service-runtime.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
 const TEXT = ['content-type', 'text/plain'] as const
-const GEN_NO_TIMEOUT_MS = 24 * 3_600_000 // generation.request_timeout = "0": no time-out of its own
 const HEALTH_BODY = 'OK\n'
 const OPTIONS_ANY = ['allow', 'GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH'] as const
 
 /** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
-export type PoolCache = Map<string, ServerPool>
 
 export class DataPlane implements ExchangeHost, FilterHost {
   readonly conf: Config
@@ -87,7 +82,7 @@ export class DataPlane implements ExchangeHost, FilterHost {
     this.accessLog = accessLog
     this.#tracer = conf.tracing !== null && spans !== null ? new Tracer(conf.tracing, spans, this.services) : null
     const used = new Set<string>()
-    for (const s of conf.services) this.services.set(s.name, this.#buildService(s, slots, pools, used))
+    for (const s of conf.services) this.services.set(s.name, buildService(conf, shm, s, slots, pools, used))
     for (const s of this.services.values()) s.group?.link(this.services)
     for (const [key, pool] of pools) {
       if (!used.has(key)) {
@@ -113,36 +108,6 @@ export class DataPlane implements ExchangeHost, FilterHost {
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
       this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
-  }
-
-  #buildService (s: ServiceConf, slots: Slots, pools: PoolCache, used: Set<string>): ServiceRuntime {
-    const t = this.conf.timeouts
-    // a non-streamed generation answers only when done: wait for it as long as the endpoint itself would
-    const genMs = this.conf.generation.requestTimeoutMs === 0 ? GEN_NO_TIMEOUT_MS : this.conf.generation.requestTimeoutMs
-    const serverTimeoutMs = s.kind === 'generate' ? Math.max(t.serverMs, genMs) : t.serverMs
-    const servers = s.servers.map((srv) => {
-      const key = `${s.name}/${srv.name}@${srv.address}#${s.keepalive}`
-      let pool = pools.get(key)
-      if (pool === undefined) {
-        pool = new ServerPool(srv, { maxIdle: s.keepalive, connectTimeoutMs: t.connectMs, serverTimeoutMs, keepAliveMs: t.keepAliveMs })
-        pools.set(key, pool)
-      }
-      used.add(key)
-      // a changed [services.X.tls] (a renewed CA) gets new sessions
-      const h2 = s.protocol === 'http' ? null : h2Pool(`${key}#${s.protocol}${s.tls === null ? '' : JSON.stringify(s.tls)}`, srv, s.tls, t.connectMs)
-      return { conf: srv, slot: slots.servers[`${s.name}/${srv.name}`]!, pool, h2 }
-    })
-    const slot = slots.services[s.name]!
-    return {
-      conf: s,
-      slot,
-      servers,
-      balancer: createBalancer(s.balance, this.shm, slot, servers.map((x) => ({ slot: x.slot, key: x.conf.address }))),
-      allow: compileCidrs(s.allow), // the one address matcher, shared with the ipAllowList middleware
-      hostFallback: s.servers[0]?.address ?? 'localhost',
-      sticky: s.sticky === null ? null : new StickyCookies(s.sticky, s.name, s.servers),
-      group: s.group === null ? null : new GroupRuntime(s.group),
-    }
   }
 
   /**
