@@ -32,11 +32,18 @@ function classify (frames) {
     if (/^uv_|^uv__/.test(sym)) return ['libuv', '']
     if (/^Builtins_/.test(sym)) return ['V8 built-ins', '']
     if (/^node::/.test(sym)) return ['Node C++', '']
-    if (/v8::|^cppgc|^Heap|^heap::/.test(sym)) return ['V8 runtime and GC (C++)', '']
+    if (/v8::|^cppgc|^Heap|^heap::/.test(sym)) return [v8Part(sym), '']
     return ['node binary, other', '']
   }
   if (dso === '[unknown]') return ['unknown', '']
   return [`binary: ${dso.split('/').pop()}`, '']
+}
+
+/** V8's C++ by part: the garbage collector, the compilers (TurboFan and Maglev run on helper threads), the rest. */
+function v8Part (sym) {
+  if (/Heap|GC|Mark|Scaveng|Sweep|Evacuat|Concurrent|Worklist|Remembered|Slot|cppgc|Minor|Major|Incremental|Collector/.test(sym)) return 'V8 GC (C++)'
+  if (/compiler::|maglev::|Maglev|Turbofan|Compil|Parser|Bytecode|interpreter::|Deoptimiz/.test(sym)) return 'V8 compilers (C++)'
+  return 'V8 runtime (C++: API calls, IC misses, strings)'
 }
 
 /**
@@ -72,29 +79,34 @@ function jsName (sym) {
 const layers = new Map()
 const kernel = new Map()
 const js = new Map()
+const threads = new Map() // samples by thread id (Node names every thread "node")
 const native = new Map() // leaf symbols outside the kernel and JIT'd JS
 let total = 0
 let entryExit = 0 // kernel samples in the syscall entry and exit code itself
 let frames = []
+let tid = ''
 const add = (m, k) => m.set(k, (m.get(k) ?? 0) + 1)
 const flush = () => {
   if (frames.length === 0) return
   const [layer, sub] = classify(frames)
   total++
   add(layers, layer)
+  add(threads, tid)
   if (layer === 'kernel') {
     add(kernel, sub)
     if (/^(do_syscall_64|entry_SYSCALL|syscall_exit|exit_to_user_mode|syscall_return)/.test(frames[0].sym)) entryExit++
   }
-  if (layer !== 'kernel' && !layer.startsWith('JS')) add(native, `${frames[0].sym.replace(/\(.*$/, '').slice(0, 70)} (${layer})`)
+  if (layer !== 'kernel' && !layer.startsWith('JS')) add(native, `${frames[0].sym.replace('(anonymous namespace)', 'anon').replace(/\(.*$/, '').slice(0, 70)} (${layer})`)
   if (layer.startsWith('JS')) add(js, `${layer === 'JS: the proxy\'s own' ? '' : '[' + layer.slice(4) + '] '}${sub}`)
   frames = []
 }
 for await (const line of createInterface({ input: process.stdin })) {
   if (line.trim() === '') { flush(); continue }
+  const h = /^\S.*?\s+(\d+)\s+\d+\.\d+:/.exec(line)
+  if (h !== null) { tid = h[1]; continue }
   const m = FRAME.exec(line)
   if (m !== null) frames.push({ ip: m[1], sym: m[2].replace(/\+0x[0-9a-f]+$/, ''), dso: m[3] })
 }
 flush()
 const pct = (m) => Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, +(100 * v / total).toFixed(2)]))
-console.log(JSON.stringify({ samples: total, entry_exit: +(100 * entryExit / total).toFixed(2), layers: pct(layers), kernel: pct(kernel), js: pct(js), native: Object.fromEntries(Object.entries(pct(native)).slice(0, 15)) }))
+console.log(JSON.stringify({ samples: total, entry_exit: +(100 * entryExit / total).toFixed(2), layers: pct(layers), kernel: pct(kernel), js: pct(js), threads: [...threads.values()].sort((a, b) => b - a).map((v) => +(100 * v / total).toFixed(1)), native: Object.fromEntries(Object.entries(pct(native)).slice(0, 15)) }))

@@ -40,7 +40,9 @@ function perfStat (f) {
 
 // one row per target and body
 const rows = []
-for (const target of readdirSync(dir)) {
+// the order the script measured them in, then any other folder
+const order = read(join(dir, 'targets')).split(/\s+/).filter(Boolean)
+for (const target of [...order, ...readdirSync(dir).filter((t) => !order.includes(t))]) {
   for (const body of ['small', 'big']) {
     const d = join(dir, target, body)
     if (!existsSync(join(d, 'count.json'))) continue
@@ -130,6 +132,7 @@ if (withLayers.length > 0) {
     const nat = Object.entries(r.layers.native ?? {}).slice(0, 8).map(([k, v]) => `${k} ${fmt(v, 1)}%`)
     out.push(`- **${col(r)}**, JS functions (own unless marked): ${top.join('; ')}`)
     out.push(`  - native leaf symbols: ${nat.join('; ')}`)
+    out.push(`  - % of samples per thread, busiest first: ${(r.layers.threads ?? []).filter((x) => x >= 0.5).join(', ')}`)
   }
   out.push('')
 }
@@ -147,6 +150,7 @@ if (Object.keys(cost).length > 0) {
     ['write (batched: nobody to wake)', ...sizes.map((s) => fmt(cost[`batched_write ${s}`]?.us))],
     ['read (batched)', ...sizes.map((s) => fmt(cost[`batched_read ${s}`]?.us))],
     ['epoll_wait returning 64 events', ...sizes.map((s) => fmt(cost[`batched_epoll_wait ${s}`]?.us))],
+    ['getpeername (entering and leaving the kernel, about)', ...sizes.map((s) => fmt(cost[`getpeername ${s}`]?.us))],
     ['write + epoll_wait + read, one per wake-up (ping-pong, per thread)', ...sizes.map((s) => fmt(cost[`pingpong_write_wait_read ${s}`]?.us))],
   ])
   const limit = (body) => {

@@ -66,6 +66,7 @@ done
 out="${OUT:-$root/bench/out/syscalls-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+echo "${targets[*]}" > "$out/targets" # the report's column order
 log () { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$out/run.log" >&2; }
 export UPSTREAMS=127.0.0.1:9101,127.0.0.1:9102
 

@@ -5,7 +5,9 @@
 //
 //   cc -O2 -o syscost syscost.c -lpthread && ./syscost 16 4096
 //
-// Two measurements per size, one output line each ("name size µs"):
+// Two measurements per size, one output line per call ("name size µs"), and
+// getpeername, a system call that does almost nothing (what entering and
+// leaving the kernel costs here):
 // - batched: one thread, CONNS connected pairs (TCP_NODELAY, as the proxies
 //   set), the receiving ends in one epoll set; per round a write on every
 //   pair, one epoll_wait that returns all of them, a read on each. Nobody
@@ -79,7 +81,7 @@ static void batched (int lst, struct sockaddr_in *addr, size_t size) {
     struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
     epoll_ctl(ep, EPOLL_CTL_ADD, pairs[i][1], &ev);
   }
-  double tw = 0, te = 0, tr = 0, t;
+  double tw = 0, te = 0, tr = 0, tp = 0, t;
   long nw = 0, ne = 0, nr = 0;
   for (int round = 0; round < ROUNDS + 200; round++) {
     int warm = round < 200; // the first rounds grow socket buffers and caches
@@ -96,13 +98,20 @@ static void batched (int lst, struct sockaddr_in *addr, size_t size) {
     double t2 = now_us(CLOCK_THREAD_CPUTIME_ID);
     for (int i = 0; i < CONNS; i++) read_all(pairs[i][1], buf, size);
     double t3 = now_us(CLOCK_THREAD_CPUTIME_ID);
+    for (int i = 0; i < CONNS; i++) {
+      struct sockaddr_in peer;
+      socklen_t plen = sizeof peer;
+      getpeername(pairs[i][1], (struct sockaddr *)&peer, &plen);
+    }
+    double t4 = now_us(CLOCK_THREAD_CPUTIME_ID);
     if (warm) continue;
-    tw += t1 - t; te += t2 - t1; tr += t3 - t2;
+    tw += t1 - t; te += t2 - t1; tr += t3 - t2; tp += t4 - t3;
     nw += CONNS; nr += CONNS;
   }
   printf("batched_write %zu %.3f\n", size, tw / nw);
   printf("batched_read %zu %.3f\n", size, tr / nr);
   printf("batched_epoll_wait %zu %.3f %.1f\n", size, te / ne, (double)nw / ne); // µs per call, events per call
+  printf("getpeername %zu %.3f\n", size, tp / nr); // what uWS's getRemoteAddress costs per call: the price of a cheap syscall
   for (int i = 0; i < CONNS; i++) { close(pairs[i][0]); close(pairs[i][1]); }
   close(ep);
   free(buf);
