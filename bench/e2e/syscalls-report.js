@@ -99,9 +99,14 @@ out.push('`*`: the kinds a zero-work proxy needs (read client, write upstream, r
 // 2. perf stat and /proc, without strace
 out.push('### Per request without strace (perf stat; /proc)', '')
 const p = (r, e) => r.perf[e] / r.n
+/** epoll_wait and epoll_pwait: a proxy uses one of them; NaN when perf counted neither */
+const epollWaits = (r) => {
+  const n = ['syscalls:sys_enter_epoll_wait', 'syscalls:sys_enter_epoll_pwait'].map((e) => r.perf[e]).filter(Number.isFinite)
+  return n.length === 0 ? NaN : n.reduce((a, b) => a + b, 0)
+}
 table(['target', 'requests', 'syscalls', 'epoll waits', 'futex', 'ctx switches', 'voluntary · involuntary', 'migrations', 'task-clock µs', 'user · sys µs', 'req per CPU-s', 'cycles · instructions'], rows.map((r) => [
   col(r), String(r.n), fmt(p(r, 'raw_syscalls:sys_enter')),
-  fmt(p(r, 'syscalls:sys_enter_epoll_wait') + p(r, 'syscalls:sys_enter_epoll_pwait'), 3),
+  fmt(epollWaits(r) / r.n, 3),
   fmt(p(r, 'syscalls:sys_enter_futex'), 3), fmt(p(r, 'context-switches'), 3),
   `${fmt(r.count.voluntary / r.n, 3)} · ${fmt(r.count.involuntary / r.n, 3)}`,
   fmt(p(r, 'cpu-migrations'), 4), fmt(r.perf['task-clock'] * 1000 / r.n),
