@@ -6,11 +6,10 @@
 // HTTP/2 clients alike; disable_*_buffer streams; retry_expression is
 // refused at load; the dashboard API shows the options as Traefik's does.
 import { strict as assert } from 'node:assert'
-import http2 from 'node:http2'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { lbCheck, oneMiddleware, problems } from './setup.js'
+import { h2request, lbCheck, oneMiddleware, problems } from './setup.js'
 
 describe('buffering: config validation', () => {
   test('retry_expression is refused with the reason; sizes are bytes', () => {
@@ -20,27 +19,6 @@ describe('buffering: config validation', () => {
     assert.match(problems(oneMiddleware('type = "buffering"\nmax_body = 1')), /middlewares\.m\.max_body/)
   })
 })
-
-interface H2Reply { status: number, headers: http2.IncomingHttpHeaders, body: string }
-
-/** A request over h2c whose body goes in pieces, without a content-length. */
-function h2post (url: string, path: string, pieces: string[]): Promise<H2Reply> {
-  const s = http2.connect(url)
-  return new Promise((resolve, reject) => {
-    s.on('error', reject)
-    const req = s.request({ ':path': path, ':method': 'POST' })
-    let status = 0
-    let headers: http2.IncomingHttpHeaders = {}
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('response', (h) => { status = Number(h[':status']); headers = h })
-    req.on('data', (d: string) => { body += d })
-    req.on('end', () => { s.close(); resolve({ status, headers, body }) })
-    req.on('error', reject)
-    for (const p of pieces) req.write(p)
-    req.end()
-  })
-}
 
 const CHUNKED = { 'transfer-encoding': 'chunked' }
 
@@ -167,10 +145,10 @@ max_fails = 0
   })
 
   test('over HTTP/2 the same: the upload arrives with its length, the answer whole', async () => {
-    const r = await h2post(`http://127.0.0.1:${h2c}`, '/buf/echo', ['a'.repeat(300), 'b'.repeat(300)])
+    const r = await h2request(`http://127.0.0.1:${h2c}`, '/buf/echo', ['a'.repeat(300), 'b'.repeat(300)])
     assert.equal(r.status, 200)
     assert.deepEqual(JSON.parse(r.body), { te: null, cl: '600', got: 600 })
-    const big = await h2post(`http://127.0.0.1:${h2c}`, '/buf/chunks?n=2500', [])
+    const big = await h2request(`http://127.0.0.1:${h2c}`, '/buf/chunks?n=2500', [])
     assert.equal(big.status, 500)
   })
 

@@ -5,12 +5,11 @@
 // the backend set, an encoded body, an empty body and HEAD are left alone;
 // auto_detect = false turns it off. The sniffer against Go's own test vectors.
 import { strict as assert } from 'node:assert'
-import http2 from 'node:http2'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, request, startBackend } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
 import { sniff } from '../../plugins/mime-sniff.js'
-import { lbCheck, oneMiddleware, problems } from './setup.js'
+import { h2request, lbCheck, oneMiddleware, problems } from './setup.js'
 
 const b = (s: string): Buffer => Buffer.from(s, 'latin1')
 
@@ -52,23 +51,6 @@ describe('contentType: config validation', () => {
     assert.match(problems(oneMiddleware('type = "contentType"\nautodetect = true')), /middlewares\.m\.autodetect/)
   })
 })
-
-interface H2Reply { status: number, headers: http2.IncomingHttpHeaders, body: Buffer }
-
-function h2get (url: string, path: string): Promise<H2Reply> {
-  const s = http2.connect(url)
-  return new Promise((resolve, reject) => {
-    s.on('error', reject)
-    const req = s.request({ ':path': path })
-    let status = 0
-    let headers: http2.IncomingHttpHeaders = {}
-    const chunks: Buffer[] = []
-    req.on('response', (h) => { status = Number(h[':status']); headers = h })
-    req.on('data', (d: Buffer) => chunks.push(d))
-    req.on('end', () => { s.close(); resolve({ status, headers, body: Buffer.concat(chunks) }) })
-    req.on('error', reject)
-  })
-}
 
 const BODIES: Record<string, Buffer> = {
   html: b('<!DOCTYPE html><html><body>hi</body></html>'),
@@ -145,11 +127,11 @@ check = false
   })
 
   test('over HTTP/2 the same', async () => {
-    const r = await h2get(`http://127.0.0.1:${h2c}`, '/ct/png')
+    const r = await h2request(`http://127.0.0.1:${h2c}`, '/ct/png')
     assert.equal(r.status, 200)
     assert.equal(r.headers['content-type'], 'image/png')
-    assert.deepEqual(r.body, BODIES.png)
-    assert.equal((await h2get(`http://127.0.0.1:${h2c}`, '/plain/png')).headers['content-type'], undefined)
+    assert.deepEqual(r.bytes, BODIES.png)
+    assert.equal((await h2request(`http://127.0.0.1:${h2c}`, '/plain/png')).headers['content-type'], undefined)
   })
 
   test('the dashboard API shows it as Traefik\'s', async () => {

@@ -7,12 +7,11 @@
 // The dashboard API shows the middleware as Traefik's does.
 import { strict as assert } from 'node:assert'
 import { readFileSync } from 'node:fs'
-import http2 from 'node:http2'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, freePort, request, startBackend, waitFor } from '../helpers.js'
 import { type AdminLb, startAdminLb } from '../admin/util.js'
-import { lbCheck, oneMiddleware, problems } from './setup.js'
+import { h2request, lbCheck, oneMiddleware, problems } from './setup.js'
 
 describe('errors: config validation', () => {
   test('status codes and ranges, a known service, rewrites to a status', () => {
@@ -22,24 +21,6 @@ describe('errors: config validation', () => {
     assert.match(problems(oneMiddleware('type = "errors"\nservice = "web"\n[middlewares.m.status_rewrites]\n"418" = 999')), /middlewares\.m\.status_rewrites\.418: expected a status code from 100 to 599, found number 999/)
   })
 })
-
-interface H2Reply { status: number, headers: http2.IncomingHttpHeaders, body: string }
-
-function h2get (url: string, path: string): Promise<H2Reply> {
-  const s = http2.connect(url)
-  return new Promise((resolve, reject) => {
-    s.on('error', reject)
-    const req = s.request({ ':path': path })
-    let status = 0
-    let headers: http2.IncomingHttpHeaders = {}
-    let body = ''
-    req.setEncoding('utf8')
-    req.on('response', (h) => { status = Number(h[':status']); headers = h })
-    req.on('data', (d: string) => { body += d })
-    req.on('end', () => { s.close(); resolve({ status, headers, body }) })
-    req.on('error', reject)
-  })
-}
 
 describe('errors through the balancer', () => {
   let app: Backend, pages: Backend, a: AdminLb
@@ -179,7 +160,7 @@ max_fails = 0
   })
 
   test('over HTTP/2 the same', async () => {
-    const r = await h2get(`http://127.0.0.1:${h2c}`, '/501')
+    const r = await h2request(`http://127.0.0.1:${h2c}`, '/501')
     assert.equal(r.status, 501)
     assert.match(r.body, /page \/501\.html\?was=501&/)
     assert.equal(r.headers['x-page'], 'yes')

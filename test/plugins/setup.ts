@@ -4,6 +4,7 @@ import { strict as assert } from 'node:assert'
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
+import http2 from 'node:http2'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseConfig } from '../../core/configure.js'
@@ -103,4 +104,30 @@ export default definePlugin({
   },
 })
 `)
+}
+
+export interface H2Reply { status: number, headers: http2.IncomingHttpHeaders, body: string, bytes: Buffer }
+
+/** One request over a new HTTP/2 session to `url` (GET, or POST with `pieces` written one by one, no content-length). */
+export function h2request (url: string, path: string, pieces: string[] | null = null): Promise<H2Reply> {
+  const s = http2.connect(url)
+  return new Promise((resolve, reject) => {
+    s.on('error', reject)
+    const req = s.request(pieces === null ? { ':path': path } : { ':path': path, ':method': 'POST' })
+    let status = 0
+    let headers: http2.IncomingHttpHeaders = {}
+    const chunks: Buffer[] = []
+    req.on('response', (h) => { status = Number(h[':status']); headers = h })
+    req.on('data', (d: Buffer) => chunks.push(d))
+    req.on('end', () => {
+      s.close()
+      const bytes = Buffer.concat(chunks)
+      resolve({ status, headers, body: bytes.toString('utf8'), bytes })
+    })
+    req.on('error', reject)
+    if (pieces !== null) {
+      for (const p of pieces) req.write(p)
+      req.end()
+    }
+  })
 }
