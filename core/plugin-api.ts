@@ -26,7 +26,7 @@ export { grpcWebMode } from './worker/proxy/grpc-web.js'
 // a new path for the request, held to the client's path rules (400 when it breaks them)
 export { rewritePath } from './worker/request/path-rewrite.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
-export { ASK_LEASE, KeyHasher, MILLI, RateTable, fmix32, keyA, keyB } from './shm/rate-table.js'
+export { ASK_LEASE, KeyHasher, type KeySpace, MILLI, RateTable, fmix32, keyA, keyB, keySpace } from './shm/rate-table.js'
 // the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window
 export { type ClusterTable, clusterDown, clusterTable, countClusterRefusal, countUnavailable, leaseRounds, nextLeaseRound } from './shm/cluster-table.js'
 // what a rate limit tells `show table` and the config API about its entries

@@ -5,7 +5,7 @@
 // ends (atEnd: answered, failed, the client gone; a WebSocket while its tunnel
 // is open). The source is the client address, or X-Forwarded-For from trusted
 // proxies only, as rateLimit's (core/net/source.ts).
-import { type Checker, type Ctx, type Reply, type Table, HANDLED, KeyHasher, NEXT, RateTable, SOURCE_KEYS, atEnd, checkSource, compileSource, definePlugin, fmix32, formatError, keyA, keyB, now, type SourceConf } from 'lb/plugin'
+import { type Checker, type Ctx, type Reply, type Table, HANDLED, KeyHasher, NEXT, RateTable, SOURCE_KEYS, atEnd, checkSource, compileSource, definePlugin, formatError, keyA, keyB, keySpace, now, type SourceConf } from 'lb/plugin'
 
 export interface InFlightReqConf {
   readonly amount: number
@@ -28,10 +28,7 @@ export default definePlugin<InFlightReqConf>({
     const table = new RateTable(env.shm.i32)
     const sourceOf = compileSource(conf.source)
     const h = new KeyHasher()
-    h.hash(`inFlightReq\u0000${env.name}`)
-    const seedA = h.a
-    const seedB = fmix32(h.b + 0x9e3779b9)
-    const owner = seedA === 0 ? 1 : seedA
+    const { seedA, seedB, owner } = keySpace(`inFlightReq\u0000${env.name}`)
     const full: Reply = Object.freeze({
       status: 429,
       headers: Object.freeze(['content-type', 'text/plain']) as string[],

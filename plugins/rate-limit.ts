@@ -30,7 +30,7 @@
 import {
   type Checker, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, ASK_LEASE, HANDLED, KeyHasher, MILLI, NEXT,
   ipv6Prefix, RateTable, SOURCE_KEYS, canonicalIp, checkSource, clusterDown, clusterTable, compileSource, countClusterRefusal, countUnavailable, definePlugin,
-  fmix32, formatError, join, keyA, keyB, leaseRounds, nextLeaseRound, now, parseIp,
+  type KeySpace, formatError, join, keyA, keyB, keySpace, leaseRounds, nextLeaseRound, now, parseIp,
 } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
@@ -163,11 +163,8 @@ function hashSource (ctx: Ctx, key: string): void {
   ctx.rateHashB = hasher.b
 }
 
-/** Seeds that put each middleware instance (and algorithm) in its own key space of the shared table. */
-function seeds (name: string, algorithm: Algorithm): [number, number] {
-  hasher.hash(`${algorithm}\u0000${name}`)
-  return [hasher.a, fmix32(hasher.b + 0x9e3779b9)]
-}
+/** Each middleware instance (and algorithm) has its own key space of the shared table. */
+const spaceOf = (name: string, algorithm: Algorithm): KeySpace => keySpace(`${algorithm}\u0000${name}`)
 
 /** The 503 of a failure_mode = "closed" limit while Redis is down (ERRORS.md LB_ERR_RATE_LIMIT_UNAVAILABLE). */
 function unavailable (name: string): Reply {
@@ -178,11 +175,6 @@ function unavailable (name: string): Reply {
   }) as Reply
 }
 
-/** The owner word of a limit's entries (core/shm/rate-names.ts): its seed, never 0 (0 = unnamed). */
-function ownerOf (seedA: number): number {
-  return seedA === 0 ? 1 : seedA
-}
-
 /**
  * The management view of the rateLimit middleware `name` (core/shm/rate-entries.ts):
  * where its entries are and how to read and find them. The same key
@@ -190,14 +182,14 @@ function ownerOf (seedA: number): number {
  * with the limit's seeds.
  */
 export function limitTable (name: string, conf: RateLimitConf): LimitTable {
-  const [seedA, seedB] = seeds(name, conf.algorithm)
+  const { seedA, seedB, owner } = spaceOf(name, conf.algorithm)
   const window = conf.algorithm === 'slidingWindow'
   const h = new KeyHasher()
   return {
     name,
     algorithm: conf.algorithm,
     scope: conf.scope,
-    owner: ownerOf(seedA),
+    owner,
     kind: window ? 'window' : 'bucket',
     periodMs: conf.periodMs,
     limit: window ? conf.limit : (conf.algorithm === 'leakyBucket' ? conf.burst + 1 : conf.burst),
@@ -299,8 +291,7 @@ export default definePlugin<RateLimitConf>({
           }
           return lastKey
         }
-    const [seedA, seedB] = seeds(env.name, conf.algorithm)
-    const owner = ownerOf(seedA)
+    const { seedA, seedB, owner } = spaceOf(env.name, conf.algorithm)
     const i32 = env.shm.i32
     const cluster = conf.scope === 'cluster' ? clusterTable(i32) : null
     // scope = "cluster" without [cluster] counts locally and never waits for a Redis it does not have

@@ -34,6 +34,17 @@ export function fmix32 (h: number): number {
   return h ^ (h >>> 16)
 }
 
+/** A limit's own key space in the shared tables: its seeds, and the owner word of its entries (core/shm/rate-names.ts: never 0, which is unnamed). */
+export interface KeySpace { readonly seedA: number, readonly seedB: number, readonly owner: number }
+
+/** The key space named by `label` (a middleware's kind and instance name): the same on every worker and node. */
+export function keySpace (label: string): KeySpace {
+  const h = new KeyHasher()
+  h.hash(label)
+  const seedA = h.a
+  return { seedA, seedB: fmix32(h.b + 0x9e3779b9), owner: seedA === 0 ? 1 : seedA }
+}
+
 /** The table key of a source hash (a, b) within a middleware instance (seeds): KEY_A is never 0. */
 export function keyA (a: number, seedA: number): number {
   return fmix32(a ^ seedA) | 1

@@ -25,7 +25,7 @@ import {
 import { writeName } from './rate-names.js'
 import { lock } from './shm-lock.js'
 
-export { KeyHasher, fmix32, keyA, keyB } from './rate-keys.js'
+export { KeyHasher, type KeySpace, fmix32, keyA, keyB, keySpace } from './rate-keys.js'
 
 /**
  * window()'s and bucket()'s answer when the request is neither admitted nor
