@@ -14,8 +14,8 @@ import http from 'node:http'
 import { test } from 'node:test'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
-import { type Lb, startLb } from '../helpers.js'
-import { startFakeOpenAi } from './fake-openai.js'
+import { type Lb, startLb, waitFor } from '../helpers.js'
+import { FLOOD_LIMIT, startFakeOpenAi } from './fake-openai.js'
 import { gatewayConfig, lines, STORIES, withinOneMinute } from './helpers.js'
 
 const KEY = 'lb-relay-key-0123456789abcdefghij'
@@ -96,7 +96,7 @@ for (const relay of ['worker', 'service'] as const) {
   })
 }
 
-test('relay = "worker", two workers: rpm holds exactly across them; a disconnect closes the upstream request; a stale listing goes the old way', async (t) => {
+test('relay = "worker", two workers: rpm holds exactly across them; a disconnect closes the upstream request; a client that stops reading slows the server; a stale listing goes the old way', async (t) => {
   // "stories" is listed by the server but is this machine's model too: the control plane serves it locally
   const fake = await startFakeOpenAi(t, ['remote-model', 'stories'])
   const lb = await startLb(config(fake.url, 'worker'), { workers: 2 })
@@ -136,6 +136,27 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
   }
   assert.equal(await metric(lb, 'lb_gen_socket_requests_total'), 0)
 
+  // a client that reads nothing more: the worker stops reading the server's reply instead of buffering it
+  // (quiescence, as in remote-failure.test.ts: no byte sent for 2 s, not a time bound)
+  fake.mode = 'flood'
+  let flooded = false
+  fake.events.once('never-blocked', () => { flooded = true })
+  const ac = new AbortController()
+  const slow = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }], stream: true }), signal: ac.signal })
+  await slow.body!.getReader().read()
+  let last = -1
+  let still = 0
+  await waitFor(() => {
+    still = fake.sent === last ? still + 1 : 0
+    last = fake.sent
+    return flooded || still >= 8
+  }, 'the flood to stall or end', 120_000, 250)
+  assert.ok(!flooded && fake.sent < FLOOD_LIMIT, `the server wrote ${fake.sent} bytes to a client that reads nothing`)
+  const gone = once(fake.events, 'closed')
+  ac.abort()
+  await within(gone, 10_000, 'close of the upstream request')
+  fake.mode = 'ok'
+
   // the worker's listing says "stories" is remote; the control plane has it here: served the old way, locally
   const before = fake.bodies.length
   const local = await fetch(`${lb.url}/api/generate`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'stories', prompt: 'Once', stream: false, options: { num_predict: 3 } }) })
@@ -145,4 +166,68 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
   assert.ok(body.eval_count >= 1)
   assert.equal(fake.bodies.length, before, 'the remote server was not asked')
   assert.equal(await metric(lb, 'lb_gen_socket_requests_total'), 1)
+})
+
+test('relay = "worker": a failure before the first piece goes to the next server (asked once each), then the servers are down (503)', async (t) => {
+  const first = await startFakeOpenAi(t, ['remote-model'])
+  const second = await startFakeOpenAi(t, ['remote-model'])
+  const lb = await startLb(gatewayConfig({}, `
+[[generation.servers]]
+name = "first"
+kind = "openai"
+url = "${first.url}/v1"
+refresh = "10m"
+[[generation.servers]]
+name = "second"
+kind = "openai"
+url = "${second.url}/v1"
+refresh = "10m"
+`, 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
+  t.after(() => lb.stop())
+  const client = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: 'none', maxRetries: 0 })
+  const ask = (): Promise<OpenAI.ChatCompletion> => client.chat.completions.create({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }] })
+
+  // both answer 500 in turn before their first piece: the request goes on to the other server, which is then down
+  first.mode = 'fail500'
+  second.mode = 'fail500'
+  await assert.rejects(ask(), (e: unknown) => e instanceof OpenAI.APIError && e.status === 502 && /model server (first|second) failed: HTTP 500/.test(e.message))
+  assert.equal(first.bodies.length + second.bodies.length, 2, 'each server was asked once')
+  await assert.rejects(ask(), (e: unknown) => e instanceof OpenAI.APIError && e.status === 503 && /no model server serving remote-model:latest is up/.test(e.message))
+  assert.equal(first.bodies.length + second.bodies.length, 2, 'servers marked down are not asked')
+})
+
+test('relay = "worker": a server dying mid-stream ends the stream in the caller\'s shape; request_timeout answers 504', async (t) => {
+  const fake = await startFakeOpenAi(t, ['remote-model'])
+  const lb = await startLb(gatewayConfig({}, `
+[[generation.servers]]
+name = "fake"
+kind = "openai"
+url = "${fake.url}/v1"
+refresh = "10m"
+`, 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
+  t.after(() => lb.stop())
+
+  // Ollama's API: the stream's last line is the error
+  fake.mode = 'die'
+  const res = await fetch(`${lb.url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }] }) })
+  const reader = res.body!.getReader()
+  let text = Buffer.from((await reader.read()).value!).toString()
+  assert.match(text, /Hello/)
+  fake.events.emit('go')
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString()
+  const ls = lines(text)
+  assert.match(ls.at(-1).error, /model server fake failed: the reply broke off/)
+
+  // no piece within request_timeout: 504 in OpenAI's shape; the server sees its request closed
+  fake.mode = 'hang'
+  const closed = once(fake.events, 'closed')
+  const r = await fetch(`${lb.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'remote-model', prompt: 'Hi', stream: true }) })
+  const body = await r.text()
+  assert.equal(r.status, 200, 'the stream had begun with the first piece')
+  assert.match(body, /"code":"LB_ERR_GEN_TIMEOUT"/)
+  await within(closed, 10_000, 'close of the upstream request')
+  const text2 = await (await fetch(`http://127.0.0.1:${await lb.portOf('dashboard')}/metrics`)).text()
+  assert.match(text2, /^lb_gen_requests_total\{endpoint="generate",outcome="timeout"\} 1$/m)
+  assert.match(text2, /^lb_gen_requests_total\{endpoint="chat",outcome="error"\} 1$/m)
+  assert.match(text2, /^lb_gen_socket_requests_total 0$/m)
 })

@@ -36,6 +36,8 @@ export interface EdgeCtx {
   /** extra headers for the client response from middlewares, flat [name, value, ...] */
   readonly responseHeaders: string[] | null
   status: number
+  /** the model server asked last (the access log's upstream server) */
+  server: string
   bytesIn: number
   bytesOut: number
   header (name: string): string
@@ -66,6 +68,9 @@ export class EdgeResponse extends EventEmitter implements GenResponse {
       this.emit('drain')
     })
   }
+
+  /** The model server `name` is asked (the access log and trace name it as the request's server). */
+  serverIs (name: string): void { this.#ctx.server = name }
 
   /** The client went away (its onAbort): nothing more is written; counted as 499 unless an answer was. */
   gone (): void {

@@ -74,6 +74,7 @@ export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, wr
   const life = new RequestLife({ requestTimeoutMs: env.requestTimeoutMs, count: (o) => { if (o !== 'ok') tell(o, null) } }, res, res.destroyed, (e) => counted.fail(e))
   const attempt = relayAttempt(r, res, counted)
   for (;;) {
+    res.serverIs(a.server.name)
     const e = await attempt(target(a.server), a.served, life)
     if (e.ok || life.finished) return true
     if (!e.retry) {
