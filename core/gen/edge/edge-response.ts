@@ -35,6 +35,9 @@ export interface EdgeCtx {
   readonly chunked: boolean
   /** extra headers for the client response from middlewares, flat [name, value, ...] */
   readonly responseHeaders: string[] | null
+  /** what middlewares add to (flat) and drop from (lower-case names) the request as forwarded */
+  readonly upstreamHeaders: string[] | null
+  readonly dropHeaders: string[] | null
   status: number
   /** the model server asked last (the access log's upstream server) */
   server: string

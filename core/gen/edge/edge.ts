@@ -45,6 +45,19 @@ function parse (path: string, res: EdgeResponse, body: unknown): { r: GenRequest
   }
 }
 
+/**
+ * The Authorization header the service would get (core/worker/proxy/forward-head.ts): a middleware may drop the
+ * client's or add its own. The consumer is identified from what the service would see, as it identifies it.
+ */
+function forwardedAuthorization (ctx: EdgeCtx): string {
+  // the client's comes first in the forwarded head, and node:http keeps the first Authorization of a request
+  const own = ctx.dropHeaders !== null && ctx.dropHeaders.includes('authorization') ? '' : ctx.header('authorization')
+  if (own !== '') return own
+  const extra = ctx.upstreamHeaders
+  if (extra !== null) for (let i = 0; i < extra.length; i += 2) if (extra[i]!.toLowerCase() === 'authorization') return extra[i + 1]!
+  return ''
+}
+
 /** One data plane generation's relay of remote model requests. */
 export class Edge {
   readonly #conf: GenerationConf
@@ -101,7 +114,7 @@ export class Edge {
     if (r.loadOnly || r.model === '' || overLimit(conf, r) !== null) return false
     const chain = modelChain(conf.aliases, conf.fallbacks, r.model)
     if (!this.#link.knows(chain[0]!)) return false
-    const who = this.#consumers.identifyBy(ctx.header('authorization'), ctx.user, ctx.remoteAddress)
+    const who = this.#consumers.identifyBy(forwardedAuthorization(ctx), ctx.user, ctx.remoteAddress)
     if (isApiError(who)) return false
     return await relay({ link: this.#link, requestTimeoutMs: conf.requestTimeoutMs }, res, r, writer, {
       kind: 'admit', id: this.#link.nextId(), consumer: who.id, model: r.model, displayModel: r.displayModel,
