@@ -5,8 +5,8 @@
 // plane's worker implements it over its client (edge/edge-response.ts), so
 // the same writers put a remote reply in the caller's shape in either place.
 
-/** A response the generation writers write to; an EventEmitter of 'drain' and 'close'. */
-export interface GenResponse {
+/** A response the generation writers write to; it emits 'drain' (after a write returned false) and 'close' (the client went away). */
+export interface GenResponse extends NodeJS.EventEmitter {
   readonly headersSent: boolean
   readonly writableEnded: boolean
   readonly destroyed: boolean
@@ -18,7 +18,4 @@ export interface GenResponse {
   end (chunk?: string): unknown
   /** Closes the connection at once (a reply that cannot be completed). */
   destroy (): unknown
-  on (event: 'drain' | 'close', cb: () => void): unknown
-  once (event: 'drain' | 'close', cb: () => void): unknown
-  off (event: 'drain' | 'close', cb: () => void): unknown
 }

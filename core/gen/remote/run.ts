@@ -157,7 +157,7 @@ export function relayAttempt (r: GenRequest, res: GenResponse, writer: RemoteWri
     }
     const sink: RemoteSink = {
       pieces: (texts, ts) => { if (!life.finished) writer.pieces(texts, ts) },
-      drained: () => res.writableNeedDrain && !life.finished ? once(res as never, 'drain', { signal: life.signal }) : null,
+      drained: () => res.writableNeedDrain && !life.finished ? once(res, 'drain', { signal: life.signal }) : null,
       done (result) {
         if (life.finished) return
         life.end('ok')
