@@ -12,8 +12,11 @@ import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import http from 'node:http'
 import { test } from 'node:test'
+import { MessageChannel } from 'node:worker_threads'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
+import { EdgeLink } from '../../core/gen/edge/link.js'
+import type { EdgeToControl } from '../../core/gen/edge/messages.js'
 import { type Lb, startLb, waitFor } from '../helpers.js'
 import { FLOOD_LIMIT, startFakeOpenAi } from './fake-openai.js'
 import { gatewayConfig, lines, STORIES, withinOneMinute } from './helpers.js'
@@ -242,4 +245,21 @@ refresh = "10m"
   await metricIs(lb, 'lb_gen_requests_total{endpoint="generate",outcome="timeout"}', 1)
   await metricIs(lb, 'lb_gen_requests_total{endpoint="chat",outcome="error"}', 1)
   await metricIs(lb, 'lb_gen_socket_requests_total', 0)
+})
+
+test('a worker\'s question the control plane does not answer within the wait is given up; a late answer naming a server is given back', async () => {
+  // the worker's side of the line, over a real MessageChannel whose other end answers too late
+  const { port1, port2 } = new MessageChannel()
+  const got: EdgeToControl[] = []
+  port2.on('message', (m: EdgeToControl) => got.push(m))
+  const link = new EdgeLink((m) => port1.postMessage(m), 50)
+  const id = link.nextId()
+  const answer = await link.ask({ kind: 'admit', id, consumer: 'addr:127.0.0.1', model: 'm', displayModel: 'm', reserve: 1, endpoint: 'chat', stream: true, arrived: process.hrtime.bigint() })
+  assert.equal(answer, null)
+  link.answer(id, { server: { name: 's', kind: 'openai', url: 'http://127.0.0.1:1', headers: {} }, served: 'm' })
+  await waitFor(() => got.length === 2, 'the end of the late admission')
+  assert.equal(got[0]!.kind, 'admit')
+  assert.deepEqual({ ...got[1], end: 0n }, { kind: 'end', id, outcome: 'busy', refund: true, pieces: 0, first: 0n, end: 0n, result: null })
+  port1.close()
+  port2.close()
 })
