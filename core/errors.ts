@@ -84,6 +84,7 @@ export const ERRORS = {
   LB_ERR_GEN_TIMEOUT: { status: 504, message: 'request timed out after {seconds}s (generation.request_timeout)' },
   LB_ERR_GEN_UPSTREAM: { status: 502, message: 'model server {server} failed: {reason}' },
   LB_ERR_GEN_NO_SERVER: { status: 503, message: 'no model server serving {model} is up ({reasons})' },
+  LB_ERR_GEN_RELAY_BUSY: { status: 503, message: 'the generation service did not admit the request within {ms} ms (it is busy or restarting); retry' },
   // keys and budgets (core/gen/budget/); OpenAI's body carries its own codes for them (invalid_api_key, rate_limit_exceeded)
   LB_ERR_GEN_API_KEY: { status: 401, message: '{reason}: send one of the keys of [[generation.keys]] as "Authorization: Bearer KEY"' },
   LB_ERR_GEN_OVER_BUDGET: { status: 429, message: 'consumer {consumer} is over its limit of {limit} ({used} used); retry in {seconds}s' },

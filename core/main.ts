@@ -100,6 +100,13 @@ export async function run (configPath: string): Promise<Running> {
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
   supervisor.onRevoke = (r) => revocations.local(r)
+  // the workers relay remote models' replies themselves ([generation] relay = "worker"); the service admits them
+  const relayTo = (g: GenerationService): void => {
+    supervisor.onGen = (index, m, reply) => g.broker.handle(index, m, reply)
+    supervisor.onGenExit = (index) => g.broker.dropWorker(index)
+    g.broker.watch((l) => supervisor.publishGenListing(l))
+  }
+  if (gen !== null) relayTo(gen)
   const health = new HealthChecker(shm, log)
   // ACME certificates: taken from storage or ordered once the workers run (until then the default certificate serves)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
@@ -126,6 +133,7 @@ export async function run (configPath: string): Promise<Running> {
         try {
           gen = await startGeneration(next.generation, log, genCluster)
           const started = gen
+          relayTo(started)
           management?.attachGen(() => started.stats())
         } catch (err) {
           log.error('the generation endpoint failed to start; its routes answer 502', { error: (err as Error).message })

@@ -2,6 +2,7 @@
 // workers: the only wire definition. Each receiver switches on `type` with a
 // `never` check. Configs cross as plain data (structured clone).
 import type { Config } from './config/load.js'
+import type { EdgeAnswer, EdgeToControl, RemoteListing } from './gen/edge/messages.js'
 import type { PluginStatus } from './plugin.js'
 import type { Revocation } from './shm/revocations.js'
 
@@ -66,6 +67,10 @@ export type ToWorker =
   | { readonly type: 'acme', readonly seq: number, readonly state: AcmeState }
   /** the revocation the worker shared as `seq` is kept and shared by the control plane (or given up on: it never fails the worker) */
   | { readonly type: 'revoked', readonly seq: number }
+  /** the remote model servers' listing changed ([generation] relay = "worker": core/gen/edge/) */
+  | { readonly type: 'gen-listing', readonly listing: RemoteListing }
+  /** the control plane's answer to a worker's question about request `id` (core/gen/edge/messages.ts) */
+  | { readonly type: 'gen-answer', readonly id: number, readonly answer: EdgeAnswer }
   /** stop accepting, let requests in flight finish for `timeoutMs`, cut those left (503), then exit 0 */
   | { readonly type: 'drain', readonly timeoutMs: number }
 
@@ -80,5 +85,7 @@ export type FromWorker =
   | { readonly type: 'cut', readonly index: number, readonly count: number }
   /** a revocation a middleware added to the shared table (PluginEnv.shareRevocation): to keep and to share; answered with 'revoked' */
   | { readonly type: 'revoke', readonly index: number, readonly seq: number, readonly revocation: Revocation }
+  /** a relayed generation request's admission, retry or end (core/gen/edge/messages.ts); admit and retry are answered with 'gen-answer' */
+  | { readonly type: 'gen', readonly index: number, readonly msg: EdgeToControl }
   /** a middleware instance's state for the dashboard API (PluginEnv.setStatus) */
   | { readonly type: 'status', readonly index: number, readonly generation: number, readonly middleware: string, readonly status: PluginStatus, readonly message: string }

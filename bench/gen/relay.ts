@@ -9,6 +9,11 @@
 // relayed tokens (its process: workers, control plane and generation service).
 //
 //   npm run build && node dist/bench/gen/relay.js [--rounds 3] [--conc 1,64,1000] [--tokens 200] [--mode fast|paced|both] [--ttft 200]
+//     [--relay worker|service|both]
+//
+// --relay: [generation] relay of the lb measured (default "worker": the data-plane worker relays the reply
+// itself; "service": through the generation service's socket and main thread); "both" runs one lb of each
+// against the same server, measured in the same rounds (the order rotates round by round).
 //
 // --ttft N: before the throughput rounds, N one-token streams one at a time,
 // alternating straight, through lb's generation gateway and through lb's plain
@@ -34,6 +39,9 @@ const CONC = opt('--conc', '1,64,1000').split(',').map(Number)
 const TOKENS = Number(opt('--tokens', '200'))
 const MODES = opt('--mode', 'both') === 'both' ? ['fast', 'paced'] : [opt('--mode', 'fast')]
 const TTFT_N = Number(opt('--ttft', '0'))
+const RELAY = opt('--relay', 'worker')
+if (!['worker', 'service', 'both'].includes(RELAY)) throw new Error(`--relay: "worker", "service" or "both", not ${JSON.stringify(RELAY)}`)
+const RELAYS = RELAY === 'both' ? ['worker', 'service'] : [RELAY]
 
 const ticks = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -107,19 +115,22 @@ async function firstToken (url: string, agent: Agent): Promise<number> {
   return t
 }
 
-/** TTFT_N one-token streams one at a time, the three ways in turn; prints the added ms of the gateway and of the plain proxy. */
-async function ttftPhase (mode: string, direct: string, through: string, agent: Agent): Promise<void> {
-  const ways = { direct: `${direct}/v1/chat/completions`, gateway: `${through}/v1/chat/completions`, proxy: `${through}/plain/v1/chat/completions` }
-  const got: Record<keyof typeof ways, number[]> = { direct: [], gateway: [], proxy: [] }
+/** TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay) and of the plain proxy. */
+async function ttftPhase (mode: string, direct: string, throughs: Record<string, string>, agent: Agent): Promise<void> {
+  const ways: Record<string, string> = { direct: `${direct}/v1/chat/completions` }
+  for (const [relay, base] of Object.entries(throughs)) ways[`generation gateway, relay = ${relay}`] = `${base}/v1/chat/completions`
+  ways['plain proxy (same lb)'] = `${Object.values(throughs)[0]!}/plain/v1/chat/completions`
+  const got: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((w) => [w, []]))
   for (let i = 0; i < TTFT_N + 10; i++) {
-    for (const w of Object.keys(ways) as Array<keyof typeof ways>) {
-      const t = await firstToken(ways[w], agent)
-      if (i >= 10) got[w].push(t) // the first ten warm the code paths
+    for (const w of Object.keys(ways)) {
+      const t = await firstToken(ways[w]!, agent)
+      if (i >= 10) got[w]!.push(t) // the first ten warm the code paths
     }
   }
-  const base = median(got.direct)
-  for (const w of ['gateway', 'proxy'] as const) {
-    ttftRows.push(`| ${mode} | ${w === 'gateway' ? 'generation gateway' : 'plain proxy (same lb)'} | ${TTFT_N} | ${base.toFixed(2)} | ${(median(got[w]) - base).toFixed(2)} | ${(p99(got[w]) - base).toFixed(2)} |`)
+  const base = median(got.direct!)
+  for (const w of Object.keys(ways)) {
+    if (w === 'direct') continue
+    ttftRows.push(`| ${mode} | ${w} | ${TTFT_N} | ${base.toFixed(2)} | ${(median(got[w]!) - base).toFixed(2)} | ${(p99(got[w]!) - base).toFixed(2)} |`)
   }
 }
 const ttftRows: string[] = []
@@ -127,16 +138,8 @@ const ttftRows: string[] = []
 const median = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[v.length >> 1]! }
 const p99 = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[Math.min(v.length - 1, Math.floor(v.length * 0.99))]! }
 
-async function main (): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-relay-'))
-  const procs: ChildProcess[] = []
-  try {
-    for (const mode of MODES) {
-      const server = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'gen', 'fake-model-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] })
-      procs.push(server)
-      const port = Number((await waitLine(server, /listening (\d+)/, 'the fake model server'))[1])
-      const conf = join(dir, `lb-${mode}.toml`)
-      writeFileSync(conf, `[global]
+/** lb's config: the fake server as a generation server behind /v1/, and straight behind /plain/ (the plain proxy). */
+const config = (socket: string, port: number, relay: string): string => `[global]
 access_log = "off"
 max_connections = 20000
 [entrypoints.web]
@@ -158,50 +161,72 @@ servers = [{ address = "127.0.0.1:${port}" }]
 [services.plain.health_check]
 type = "tcp"
 [generation]
-socket = "${join(dir, `gen-${mode}.sock`)}"
+socket = "${socket}"
 builtin_model = false
 ollama_models = "off"
 request_timeout = "10m"
+relay = "${relay}"
 [[generation.servers]]
 name = "fake"
 kind = "openai"
 url = "http://127.0.0.1:${port}"
 refresh = "1h"
-`)
-      const lb = spawn(process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
-      procs.push(lb)
-      const lbPort = Number((await waitLine(lb, /"msg":"listening","entrypoint":"web","address":"127\.0\.0\.1:(\d+)"/, 'lb'))[1])
-      await new Promise((r) => setTimeout(r, 1500)) // the server's model list read once
+`
+
+async function main (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'lb-bench-relay-'))
+  const procs: ChildProcess[] = []
+  try {
+    for (const mode of MODES) {
+      const server = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'gen', 'fake-model-server.js'), mode], { stdio: ['ignore', 'pipe', 'inherit'] })
+      procs.push(server)
+      const port = Number((await waitLine(server, /listening (\d+)/, 'the fake model server'))[1])
       const direct = `http://127.0.0.1:${port}`
-      const through = `http://127.0.0.1:${lbPort}`
+      /** relay -> lb's base URL and pid */
+      const lbs: Record<string, { base: string, pid: number }> = {}
+      for (const relay of RELAYS) {
+        const conf = join(dir, `lb-${mode}-${relay}.toml`)
+        writeFileSync(conf, config(join(dir, `gen-${mode}-${relay}.sock`), port, relay))
+        const lb = spawn(process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+        procs.push(lb)
+        const lbPort = Number((await waitLine(lb, /"msg":"listening","entrypoint":"web","address":"127\.0\.0\.1:(\d+)"/, 'lb'))[1])
+        lbs[relay] = { base: `http://127.0.0.1:${lbPort}`, pid: lb.pid! }
+      }
+      await new Promise((r) => setTimeout(r, 1500)) // the server's model list read once
       const agent = new Agent({ connections: 2000, pipelining: 0 })
-      await load(through, 8, agent) // warm-up
+      for (const { base } of Object.values(lbs)) await load(base, 8, agent) // warm-up
       await load(direct, 8, agent)
-      if (TTFT_N > 0) await ttftPhase(mode, direct, through, agent)
+      if (TTFT_N > 0) await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), agent)
+      const ways = ['direct', ...RELAYS]
       for (const conc of CONC) {
-        const ratios: number[] = []
-        const dTtft: number[] = []
-        const tTtft: number[] = []
-        const cpu: number[] = []
+        const ratios: Record<string, number[]> = Object.fromEntries(RELAYS.map((x) => [x, []]))
+        const ttfts: Record<string, number[]> = Object.fromEntries(ways.map((x) => [x, []]))
+        const cpu: Record<string, number[]> = Object.fromEntries(RELAYS.map((x) => [x, []]))
         for (let r = 0; r < ROUNDS; r++) {
-          const order = r % 2 === 0 ? ['direct', 'through'] : ['through', 'direct']
+          // the order rotates: each way goes first, in the middle and last in turn
+          const order = ways.map((_, i) => ways[(i + r) % ways.length]!)
           const res: Record<string, Run> = {}
           for (const which of order) {
-            const c0 = ticks(lb.pid!)
-            res[which] = await load(which === 'direct' ? direct : through, conc, agent)
-            if (which === 'through') cpu.push(((ticks(lb.pid!) - c0) * 10) / (res[which].tokens / 1000)) // ms of CPU per 1,000 tokens
+            const lb = lbs[which]
+            const c0 = lb === undefined ? 0 : ticks(lb.pid)
+            res[which] = await load(lb === undefined ? direct : lb.base, conc, agent)
+            if (lb !== undefined) cpu[which]!.push(((ticks(lb.pid) - c0) * 10) / (res[which].tokens / 1000)) // ms of CPU per 1,000 tokens
+            ttfts[which]!.push(...res[which].ttft)
           }
-          ratios.push((res.through!.tokens / res.through!.ms) / (res.direct!.tokens / res.direct!.ms))
-          dTtft.push(...res.direct!.ttft)
-          tTtft.push(...res.through!.ttft)
-          process.stderr.write(`${mode} c${conc} round ${r + 1}: through/direct ${ratios[ratios.length - 1]!.toFixed(3)}, tokens ${res.through!.tokens}/${res.direct!.tokens}\n`)
+          for (const relay of RELAYS) {
+            ratios[relay]!.push((res[relay]!.tokens / res[relay]!.ms) / (res.direct!.tokens / res.direct!.ms))
+            process.stderr.write(`${mode} c${conc} round ${r + 1} relay ${relay}: through/direct ${ratios[relay]!.at(-1)!.toFixed(3)}, tokens ${res[relay]!.tokens}/${res.direct!.tokens}\n`)
+          }
         }
-        const base = median(dTtft)
-        process.stdout.write(`| ${mode} | ${conc} | ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)}) | ` +
-          `${(median(tTtft) - base).toFixed(2)} | ${(p99(tTtft) - base).toFixed(2)} | ${median(cpu).toFixed(1)} |\n`)
+        const base = median(ttfts.direct!)
+        for (const relay of RELAYS) {
+          const rs = ratios[relay]!
+          process.stdout.write(`| ${mode} | ${relay} | ${conc} | ${median(rs).toFixed(3)} (${Math.min(...rs).toFixed(3)}-${Math.max(...rs).toFixed(3)}) | ` +
+            `${(median(ttfts[relay]!) - base).toFixed(2)} | ${(p99(ttfts[relay]!) - base).toFixed(2)} | ${median(cpu[relay]!).toFixed(1)} |\n`)
+        }
       }
       await agent.close()
-      lb.kill('SIGTERM')
+      for (const p of procs) if (p !== server && p.exitCode === null) p.kill('SIGTERM')
       server.kill('SIGTERM')
     }
   } finally {
@@ -214,5 +239,5 @@ process.on('exit', () => {
   if (ttftRows.length > 0) process.stdout.write(`\n| server | through | one-token streams | straight TTFT, median ms | added, median ms | added, p99 ms |\n|---|---|---:|---:|---:|---:|\n${ttftRows.join('\n')}\n`)
   if (failed > 0) process.stdout.write(`${failed} requests were not answered 200\n`)
 })
-process.stdout.write('| server | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens |\n|---|---:|---:|---:|---:|---:|\n')
+process.stdout.write('| server | relay | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens |\n|---|---|---:|---:|---:|---:|---:|\n')
 await main()

@@ -25,6 +25,8 @@ export function genFamilies (registry: Registry, pull: Pull, stats: () => GenSta
   pull('gauge', 'lb_gen_queue_depth', 'Generation jobs waiting for a free sequence.', [], () => one(stats().queueDepth))
   pull('gauge', 'lb_gen_in_flight', 'Generation jobs running now.', [], () => one(stats().inFlight))
   pull('counter', 'lb_gen_runner_restarts_total', 'Generation runner processes restarted after a crash.', [], () => one(stats().runnerRestarts))
+  pull('counter', 'lb_gen_socket_requests_total', 'Requests the generation service took over its unix socket (remote models relayed in the workers are not).', [],
+    () => one(stats().socketRequests))
 
   // per consumer: the keys' consumer names and "other", never a key (core/gen/budget/usage.ts)
   const consumers = (): Array<[string, ConsumerUsage]> => [...stats().consumers]

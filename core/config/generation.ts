@@ -6,6 +6,14 @@
 export type RemoteKind = 'ollama' | 'openai' | 'lb'
 export const REMOTE_KINDS: readonly RemoteKind[] = ['ollama', 'openai', 'lb']
 
+/**
+ * Where a remote model server's reply is relayed: "worker", in the data-plane worker that received the request
+ * (the control plane only admits it, core/gen/edge/); "service", through the generation service's socket and
+ * main thread as every other request of the service.
+ */
+export type GenRelay = 'worker' | 'service'
+export const RELAYS: readonly GenRelay[] = ['worker', 'service']
+
 /** One [[generation.servers]] entry: a model server requests may be sent to. */
 export interface RemoteServerConf {
   /** Unique; names the server in logs and errors. Required. */
@@ -112,4 +120,6 @@ export interface GenerationConf {
   readonly aliases: Readonly<Record<string, string>>
   /** [generation.fallbacks]: a canonical name -> names tried in order when no server could start it (before the first byte). */
   readonly fallbacks: Readonly<Record<string, readonly string[]>>
+  /** Where remote models' replies are relayed (GenRelay): "worker" or "service". Default: "worker". */
+  readonly relay: GenRelay
 }

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
 import type { PluginStatus } from '../plugin.js'
+import type { EdgeAnswer, EdgeToControl, RemoteListing } from '../gen/edge/messages.js'
 import { type AcmeState, type FromWorker, NO_ACME, type Slots, type ToWorker, type WorkerData } from '../protocol.js'
 import { clearGauges } from '../shm/counters.js'
 import type { Shm } from '../shm/layout.js'
@@ -65,6 +66,18 @@ export class Supervisor {
    * is answered when it settles. Set by core/main.ts; never rejects.
    */
   onRevoke: (r: Revocation) => Promise<void> = () => Promise.resolve()
+  /**
+   * A worker's question or news about a remote model request it relays (core/gen/edge/); `reply` answers it.
+   * Set by core/main.ts to the generation service's broker; without one, every request goes the old way.
+   */
+  onGen: (index: number, m: EdgeToControl, reply: (id: number, a: EdgeAnswer) => void) => void = (_i, m, reply) => {
+    if (m.kind !== 'end') reply(m.id, { go: 'service' })
+  }
+
+  /** A worker is gone: the requests it relayed ended with it. */
+  onGenExit: (index: number) => void = () => undefined
+  /** The remote servers' listing the workers relay by; a (re)started worker is sent it first */
+  #genListing: RemoteListing | null = null
 
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
@@ -101,6 +114,8 @@ export class Supervisor {
     const w = new Worker(WORKER_URL, { workerData: data, resourceLimits: WORKER_LIMITS })
     slot.worker = w
     slot.startedAt = Date.now()
+    // queued by the port until the worker listens: it has the listing before its first request
+    if (this.#genListing !== null) this.#send(w, { type: 'gen-listing', listing: this.#genListing })
     return new Promise((resolve, reject) => {
       let ready = false
       w.on('message', (m: FromWorker) => {
@@ -122,6 +137,9 @@ export class Supervisor {
           case 'revoke':
             void this.onRevoke(m.revocation).then(() => { if (slot.worker === w) this.#send(w, { type: 'revoked', seq: m.seq }) })
             break
+          case 'gen':
+            this.onGen(index, m.msg, (id, answer) => { if (slot.worker === w) this.#send(w, { type: 'gen-answer', id, answer }) })
+            break
           case 'status':
             this.#status.set(`${m.middleware}\u0000${index}`, { generation: m.generation, status: m.status, message: m.message })
             break
@@ -139,6 +157,7 @@ export class Supervisor {
       w.on('exit', (code) => {
         slot.worker = null
         clearGauges(this.#shm, index) // its requests died with it; counters stay
+        this.onGenExit(index)
         for (const p of this.#pending.values()) if (p.waiting.delete(index) && p.waiting.size === 0) p.resolve(p.errors)
         for (const [seq] of this.#acmePending) this.#acmeSettle(seq, index)
         if (this.#stopping) return
@@ -156,6 +175,12 @@ export class Supervisor {
 
   #send (w: Worker, msg: ToWorker): void {
     w.postMessage(msg)
+  }
+
+  /** Hands every worker the remote servers' listing (core/gen/edge/): on every change of it. */
+  publishGenListing (listing: RemoteListing): void {
+    this.#genListing = listing
+    for (const s of this.#slots) if (s.worker !== null) this.#send(s.worker, { type: 'gen-listing', listing })
   }
 
   #settle (generation: number, index: number, error: string | null): void {

@@ -7,7 +7,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { type Checker, join as joinPath, parseDuration, resolvePath } from '../config/check.js'
-import type { GenerationConf } from '../config/generation.js'
+import { type GenerationConf, RELAYS } from '../config/generation.js'
 import { checkAuth, checkKeys } from './budget/conf.js'
 import { parseModelName } from './models/names.js'
 import { checkRemote } from './remote/config.js'
@@ -19,7 +19,7 @@ const KEYS = [
   'enabled', 'socket', 'listen', 'workers', 'threads', 'parallel', 'contexts', 'max_queue', 'request_timeout',
   'keep_alive', 'num_ctx', 'max_loaded', 'models_dir', 'ollama_models', 'builtin_model', 'restart_delay',
   'restart_delay_max', 'stream_batch', 'cancel_grace', 'max_prompt_bytes', 'max_prompt_tokens', 'max_num_predict', 'models',
-  'servers', 'aliases', 'fallbacks',
+  'servers', 'aliases', 'fallbacks', 'relay',
   'auth', 'keys',
 ] as const
 
@@ -111,5 +111,6 @@ export function checkGeneration (c: Checker, raw: unknown, path: string, baseDir
     servers: remote.servers,
     aliases: remote.aliases,
     fallbacks: remote.fallbacks,
+    relay: c.oneOf(t, 'relay', path, RELAYS, 'worker'),
   }
 }

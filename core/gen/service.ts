@@ -17,6 +17,7 @@ import { ModelUsage } from './dispatch/model-usage.js'
 import type { BudgetCluster } from './budget/lease.js'
 import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
+import { RemoteBroker } from './remote/broker.js'
 import { RemoteRegistry } from './remote/registry.js'
 import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
@@ -37,6 +38,8 @@ export interface GenerationService {
   ready (): Promise<void>
   close (): Promise<void>
   stats (): GenStats
+  /** Admits, routes and accounts the remote model requests the data-plane workers relay ([generation] relay = "worker"). */
+  broker: RemoteBroker
 }
 
 function listenTcp (server: Server, host: string, port: number): Promise<void> {
@@ -74,7 +77,9 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
   const remote = new RemoteRegistry(conf, glog)
   const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys), usage: new ModelUsage() }
   const leases = cluster === null ? null : env.budget.leases(cluster, glog)
-  const unix = new OwnedSocket(conf.socket, createHandler(env, true), glog)
+  const onSocket = createHandler(env, true)
+  let socketRequests = 0
+  const unix = new OwnedSocket(conf.socket, (req, res) => { socketRequests++; onSocket(req, res) }, glog)
   const servers: Server[] = []
   const stats = (): GenStats => ({
     requests: env.requests,
@@ -83,6 +88,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     queueDepth: scheduler.queueDepth,
     inFlight: scheduler.inFlight,
     runnerRestarts: supervisor.restarts,
+    socketRequests,
     consumers: env.budget.usage.byLabel,
     models: env.usage.series,
     view: () => genView(env),
@@ -134,5 +140,6 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     ready,
     close: () => (closed ??= close()),
     stats,
+    broker: new RemoteBroker(env),
   }
 }

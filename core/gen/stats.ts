@@ -23,6 +23,11 @@ export interface GenStats {
   inFlight: number
   /** Runner processes restarted after a crash, since start. */
   runnerRestarts: number
+  /**
+   * Requests that came in over the unix socket (from the data plane), since start: with [generation] relay =
+   * "worker" a remote model's requests are relayed in the worker and never counted here (core/gen/edge/).
+   */
+  socketRequests: number
   /** Per consumer label (the keys' consumers and "other"): admitted requests, token usage, refusals. */
   consumers: ReadonlyMap<string, ConsumerUsage>
   /** Per (server, model) that served a request: requests, tokens, in flight, TTFT and TPOT (dispatch/model-usage.ts). */

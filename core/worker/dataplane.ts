@@ -42,6 +42,9 @@ import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, Ser
 import type { SpanExporter } from './trace/exporter.js'
 import { Tracer } from './trace/tracer.js'
 import { type PoolCache, buildService } from './service-runtime.js'
+import { Edge } from '../gen/edge/edge.js'
+import type { EdgeLink } from '../gen/edge/link.js'
+import { HeldBody } from './request/held-body.js'
 
 export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 
@@ -71,10 +74,12 @@ export class DataPlane implements ExchangeHost, FilterHost {
   readonly #genRouters = new Set<string>()
   /** [tracing] on: each request's span (core/worker/trace/); null when off */
   readonly #tracer: Tracer | null
+  /** remote model requests relayed in this worker ([generation] relay = "worker", core/gen/edge/); null: all go to the service */
+  readonly #edge: Edge | null
 
   /** `spans`: the worker's span exporter (configured for conf.tracing by the caller); null: no tracing */
   constructor (conf: Config, slots: Slots, shm: Shm, stripe: Stripe, log: Logger, accessLog: AccessLog, pools: PoolCache, host: PluginHost,
-    spans: SpanExporter | null = null) {
+    spans: SpanExporter | null = null, edge: EdgeLink | null = null) {
     this.conf = conf
     this.shm = shm
     this.stripe = stripe
@@ -102,6 +107,10 @@ export class DataPlane implements ExchangeHost, FilterHost {
       }
     }
     for (const r of conf.routers) if (this.services.get(r.service)?.conf.kind === 'generate') this.#genRouters.add(r.name)
+    const gen = conf.generation
+    this.#edge = edge !== null && gen.enabled && gen.relay === 'worker' && gen.servers.length > 0 && conf.services.some((s) => s.kind === 'generate')
+      ? new Edge(gen, edge, (ctx) => this.finish(ctx as Ctx))
+      : null
     conf.entrypoints.forEach((ep, i) => {
       this.#epIndex.set(ep.name, i)
       this.#health[i] = ep.health
@@ -278,6 +287,9 @@ export class DataPlane implements ExchangeHost, FilterHost {
       new H2Exchange(this, ctx, client, target).start()
       return
     }
+    // a remote model's request is relayed here; the rest (and what the relay gives back, its body read) goes to the service
+    if (svc.conf.kind === 'generate' && mirrors === null && this.#edge !== null &&
+      this.#edge.take(ctx, client, (body) => new ProxyExchange(this, ctx, new HeldBody(client, ctx, this, body), target).start())) return
     const ex = new ProxyExchange(this, ctx, client, target)
     // copies for a mirroring service's mirrors: HTTP/1.1 requests to HTTP/1.1 servers (not WebSocket, not gRPC)
     if (mirrors !== null) ex.mirror(new Mirrors(this, mirrors, (m) => httpRequestHead(ctx, m.hostFallback), mirrorMax, ctx.chunked))

@@ -22,6 +22,7 @@ import { setAcmeTokens } from './tls/acme-challenge.js'
 import { cutExchanges } from './proxy/proxy.js'
 import { openSessions } from './proxy/tcp-proxy.js'
 import { SpanExporter } from './trace/exporter.js'
+import { EdgeLink } from '../gen/edge/link.js'
 
 const data = workerData as WorkerData
 const port = parentPort!
@@ -68,7 +69,9 @@ async function main (): Promise<void> {
   // one span exporter per worker, kept across generations as the access log is ([tracing], core/worker/trace/)
   const spans = new SpanExporter(stripe, log)
   spans.configure(data.config.tracing)
-  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation), spans)
+  // remote model requests relayed in this thread ([generation] relay = "worker"): its line to the control plane
+  const edge = new EdgeLink((msg) => post({ type: 'gen', index: data.index, msg }))
+  let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation), spans, edge)
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation
   const handler = (ctx: Parameters<DataPlane['handle']>[0], client: Parameters<DataPlane['handle']>[1]): void => dp.handle(ctx, client)
@@ -94,7 +97,7 @@ async function main (): Promise<void> {
           .then(() => {
             const retired = dp
             spans.configure(msg.config.tracing)
-            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, hostOf(msg.generation), spans)
+            dp = new DataPlane(msg.config, msg.slots, shm, stripe, log, accessLog, pools, hostOf(msg.generation), spans, edge)
             clientTimeouts(msg.config.timeouts)
             // every generation makes its middleware instances anew: the replaced ones stop what they started
             retireMiddlewares(retired.middlewares, log)
@@ -115,6 +118,12 @@ async function main (): Promise<void> {
         break
       case 'revoked':
         revoking.get(msg.seq)?.()
+        break
+      case 'gen-listing':
+        edge.listing(msg.listing)
+        break
+      case 'gen-answer':
+        edge.answer(msg.id, msg.answer)
         break
       case 'drain': {
         entrypoints.unlisten()

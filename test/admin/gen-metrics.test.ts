@@ -37,7 +37,7 @@ test('metrics: generation service families once attached', async (t) => {
   usage.used('team-a', 5, 20)
   usage.rejected('other', 'unauthorized')
   usage.rejected('team-a', 'tpm')
-  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0, consumers: usage.byLabel, models: new Map(), view: () => ({ servers: [], queueDepth: 0, budgets: [] }) }
+  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0, socketRequests: 0, consumers: usage.byLabel, models: new Map(), view: () => ({ servers: [], queueDepth: 0, budgets: [] }) }
   stats.requests.generate.ok = 5
   stats.requests.chat.busy = 1
   m.attachGen(() => stats)

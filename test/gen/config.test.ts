@@ -38,18 +38,20 @@ test('defaults of an empty [generation] table', () => {
 test('every problem is reported with its key path', () => {
   const c = new Checker()
   const g = checkGeneration(c, {
-    listen: 'localhost', threads: 0, keep_alive: 'soon', request_timeout: 5, colour: 'red', models: { 'bad name': 'x.gguf', ok: 3 },
+    listen: 'localhost', threads: 0, keep_alive: 'soon', request_timeout: 5, colour: 'red', models: { 'bad name': 'x.gguf', ok: 3 }, relay: 'thread',
   }, 'generation', '/etc/lb')
   assert.deepEqual(c.problems.sort(), [
-    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, cancel_grace, max_prompt_bytes, max_prompt_tokens, max_num_predict, models, servers, aliases, fallbacks, auth, keys)',
+    'generation.colour: unknown key (allowed: enabled, socket, listen, workers, threads, parallel, contexts, max_queue, request_timeout, keep_alive, num_ctx, max_loaded, models_dir, ollama_models, builtin_model, restart_delay, restart_delay_max, stream_batch, cancel_grace, max_prompt_bytes, max_prompt_tokens, max_num_predict, models, servers, aliases, fallbacks, relay, auth, keys)',
     'generation.keep_alive: expected a duration like "5m", "0" or "-1" (forever), found "soon"',
     'generation.listen: expected an address like "127.0.0.1:11434" (or "" for none), found "localhost"',
     'generation.models."bad name": expected a model name like "name" or "name:tag", found "bad name"',
     'generation.models.ok: expected a path to a .gguf file, found number 3',
+    'generation.relay: expected one of "worker", "service", found "thread"',
     'generation.request_timeout: expected a duration like "5s" or "250ms" of at least 1ms, found number 5',
     'generation.threads: expected an integer from 1 to 256, found number 0',
   ])
   assert.equal(g.threads, 1, 'a bad value falls back to the default')
+  assert.equal(g.relay, 'worker')
 })
 
 test('relative paths resolve against the config folder; model names are canonical', () => {

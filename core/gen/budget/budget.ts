@@ -85,6 +85,11 @@ export class Budget {
     return this.#consumers.identify(req, trusted)
   }
 
+  /** The consumer a data-plane worker identified by its id (Consumers.byId). */
+  consumerById (id: string): Consumer | null {
+    return this.#consumers.byId(id)
+  }
+
   /** A request answered 401 (routes that need no key, such as /health, serve one without a key and count nothing). */
   unauthorized (): void {
     this.usage.rejected(OTHER, 'unauthorized')

@@ -76,9 +76,17 @@ export class Consumers {
 
   /** The request's consumer, or a 401 (`trusted`: it came over the data plane's unix socket). */
   identify (req: IncomingMessage, trusted: boolean): Consumer | ApiError {
-    const user = trusted ? header(req, USER_HEADER) : ''
+    const address = trusted ? header(req, 'x-real-ip') : req.socket.remoteAddress ?? ''
+    return this.identifyBy(header(req, 'authorization'), trusted ? header(req, USER_HEADER) : '', address)
+  }
+
+  /**
+   * The consumer of a request with this Authorization header, authenticated user ('' none) and client address,
+   * or a 401: identify's rule, also for a data-plane worker's relay (core/gen/edge/), which has them from its Ctx.
+   */
+  identifyBy (authorization: string, user: string, address: string): Consumer | ApiError {
     if (this.keyed) {
-      const m = BEARER.exec(header(req, 'authorization'))
+      const m = BEARER.exec(authorization)
       if (m !== null) {
         const i = findDigest(this.#digests, tokenDigest(m[1]!))
         if (i >= 0) return this.#byDigest[i]!
@@ -88,8 +96,17 @@ export class Consumers {
       if (this.#required) return unauthorized('no API key provided')
     }
     if (user !== '') return this.#anon(`user:${user}`)
-    const address = trusted ? header(req, 'x-real-ip') : req.socket.remoteAddress ?? ''
     return this.#anon(`addr:${address === '' ? 'local' : address}`)
+  }
+
+  /**
+   * The consumer whose id is `id` (what identifyBy gave a worker, which sends only the id, never a key): a keyed
+   * consumer by name, else one without a key ("user:..." or "addr:..."); null for an id no keyed consumer has
+   * that is not one of those.
+   */
+  byId (id: string): Consumer | null {
+    for (const c of this.#byDigest) if (c.id === id) return c
+    return id.startsWith('user:') || id.startsWith('addr:') ? this.#anon(id) : null
   }
 
   #anon (id: string): Consumer {

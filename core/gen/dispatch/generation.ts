@@ -134,7 +134,7 @@ export function overPromptBytes (conf: GenerationConf, size: number): ApiError |
  * The per-request limits the API process can check before any model work: prompt bytes and
  * num_predict (the token limit needs the tokenizer: the runner applies it, tokenizing only the end).
  */
-function overLimit (conf: GenerationConf, r: GenRequest): ApiError | null {
+export function overLimit (conf: GenerationConf, r: GenRequest): ApiError | null {
   const over = overPromptBytes(conf, promptBytes(r))
   if (over !== null) return over
   const n = r.options.numPredict

@@ -54,6 +54,11 @@ export class ModelUsage {
   tap (req: IncomingMessage, stream: boolean): UsageTap {
     return new UsageTap(this, arrivals.get(req) ?? process.hrtime.bigint(), stream)
   }
+
+  /** The tap of a request that arrived at `arrived` (process.hrtime.bigint(), the same clock in every thread: a worker's relay). */
+  tapAt (arrived: bigint, stream: boolean): UsageTap {
+    return new UsageTap(this, arrived, stream)
+  }
 }
 
 /** One request's usage: the server and model that took it, its first piece, its tokens, its end. */
@@ -81,10 +86,10 @@ export class UsageTap {
     this.#series.inFlight++
   }
 
-  /** A piece of the reply was written. */
-  piece (): void {
+  /** A piece of the reply was written (`at`: when, process.hrtime.bigint(); a worker's relay says when it wrote it). */
+  piece (at = process.hrtime.bigint()): void {
     if (this.#first !== 0n) return
-    this.#first = process.hrtime.bigint()
+    this.#first = at
     if (this.#stream) this.#ttft(this.#first)
   }
 
@@ -92,11 +97,10 @@ export class UsageTap {
    * The result: its tokens, TTFT for an unstreamed reply (the client's first token comes with it) and TPOT
    * = (now - first piece) / (completion tokens - 1) when there were pieces and more than one token.
    */
-  done (input: number, output: number): void {
+  done (input: number, output: number, now = process.hrtime.bigint()): void {
     const s = this.#series
     if (s === null || this.#measured) return
     this.#measured = true
-    const now = process.hrtime.bigint()
     s.inputTokens += input
     s.outputTokens += output
     if (!this.#stream || this.#first === 0n) this.#ttft(now)

@@ -1,11 +1,11 @@
 // Whole answers of the generation API (not streams): JSON, text, and errors in
 // the shape of the API the route speaks (core/api-errors.ts decides it).
 
-import type { ServerResponse } from 'node:http'
+import type { GenResponse } from './gen-response.js'
 import { type ApiShape, errorBody, JSON_CONTENT_TYPE } from '../../api-errors.js'
 import type { ApiError } from '../dispatch/request.js'
 
-export function sendJson (res: ServerResponse, status: number, body: string, retryAfter = 0): void {
+export function sendJson (res: GenResponse, status: number, body: string, retryAfter = 0): void {
   if (res.headersSent) {
     res.end()
     return
@@ -16,7 +16,7 @@ export function sendJson (res: ServerResponse, status: number, body: string, ret
   res.end(body)
 }
 
-export function sendText (res: ServerResponse, status: number, text: string, retryAfter = 0): void {
+export function sendText (res: GenResponse, status: number, text: string, retryAfter = 0): void {
   const headers: Record<string, string | number> = { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) }
   if (retryAfter > 0) headers['retry-after'] = retryAfter
   res.writeHead(status, headers)
@@ -24,7 +24,7 @@ export function sendText (res: ServerResponse, status: number, text: string, ret
 }
 
 /** An error answer in the route's API shape (nothing may have been sent yet), with its Retry-After if it has one. */
-export function sendError (res: ServerResponse, api: ApiShape, e: ApiError): void {
+export function sendError (res: GenResponse, api: ApiShape, e: ApiError): void {
   const body = errorBody(api, e.status, e.message, e)
   if (api === 'text') sendText(res, e.status, body, e.retryAfter)
   else sendJson(res, e.status, body, e.retryAfter)

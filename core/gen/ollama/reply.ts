@@ -4,7 +4,7 @@
 // around a per-request prefix, because there is one per token; the lines of one
 // batch of pieces go out in one write.
 
-import type { ServerResponse } from 'node:http'
+import type { GenResponse } from '../http/gen-response.js'
 import type { ReplyWriter } from '../dispatch/generation.js'
 import type { ApiError } from '../dispatch/request.js'
 import { sendError, sendJson } from '../http/respond.js'
@@ -19,13 +19,13 @@ export const nowIso = (): string => new Date().toISOString()
 export class OllamaWriter implements ReplyWriter {
   readonly chat: boolean
   readonly stream: boolean
-  private readonly res: ServerResponse
+  private readonly res: GenResponse
   private readonly model: string
   private readonly prefix: string
   /** The NDJSON headers are written (the stream has begun). */
   private started = false
 
-  constructor (res: ServerResponse, chat: boolean, stream: boolean, model: string) {
+  constructor (res: GenResponse, chat: boolean, stream: boolean, model: string) {
     this.res = res
     this.chat = chat
     this.stream = stream

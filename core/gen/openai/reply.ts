@@ -11,7 +11,7 @@
 // decides ("{" starts a call), with "required" or a named function it always is.
 
 import { randomBytes } from 'node:crypto'
-import type { ServerResponse } from 'node:http'
+import type { GenResponse } from '../http/gen-response.js'
 import { openaiError } from '../../api-errors.js'
 import type { ReplyWriter } from '../dispatch/generation.js'
 import type { ApiError } from '../dispatch/request.js'
@@ -24,7 +24,7 @@ export const SSE_TYPE = 'text/event-stream'
 const FINGERPRINT = 'fp_lb'
 
 export class OpenAiWriter implements ReplyWriter {
-  private readonly res: ServerResponse
+  private readonly res: GenResponse
   private readonly chat: boolean
   private readonly req: OpenAiRequest
   private readonly id: string
@@ -37,7 +37,7 @@ export class OpenAiWriter implements ReplyWriter {
   private held = ''
   private started = false
 
-  constructor (res: ServerResponse, chat: boolean, req: OpenAiRequest) {
+  constructor (res: GenResponse, chat: boolean, req: OpenAiRequest) {
     this.res = res
     this.chat = chat
     this.req = req

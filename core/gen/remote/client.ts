@@ -14,8 +14,17 @@ import type { JobResult } from '../local/protocol.js'
 import { ollamaCall, ollamaErrorMessage, ollamaLine } from './ollama-wire.js'
 import { openaiCall, openaiErrorOf, openaiEvent } from './openai-wire.js'
 import { ReplyState, StreamError } from './reply-state.js'
-import type { RemoteServer } from './server.js'
+import type { RemoteKind } from '../../config/generation.js'
 import { NdjsonReader, SseReader } from './stream-parse.js'
+
+/**
+ * The server a call goes to: a RemoteServer in the control plane, or what the control plane told a data-plane
+ * worker of it (core/gen/edge/). `headers`: those of every request to it (its key, when it has one).
+ */
+export interface CallTarget {
+  readonly conf: { readonly name: string, readonly kind: RemoteKind, readonly url: string }
+  headers (): Record<string, string>
+}
 
 /** Where a remote reply goes: the same events as a local job's. */
 export interface RemoteSink {
@@ -61,7 +70,7 @@ async function readText (body: AsyncIterable<Buffer> & { destroy: () => void }):
  * Asks `server` for `r` (as `served`, its spelling of the model) and relays the reply to `sink` while
  * `signal` is not aborted. `stream`: the client reads pieces as they come (else the text is kept for done).
  */
-export async function callServer (server: RemoteServer, served: string, r: GenRequest, signal: AbortSignal, sink: RemoteSink): Promise<CallEnd> {
+export async function callServer (server: CallTarget, served: string, r: GenRequest, signal: AbortSignal, sink: RemoteSink): Promise<CallEnd> {
   const name = server.conf.name
   const openai = server.conf.kind === 'openai'
   const { path, body } = openai ? openaiCall(r, served) : ollamaCall(r, served)

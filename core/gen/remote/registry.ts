@@ -8,6 +8,8 @@
 
 import type { GenerationConf } from '../../config/generation.js'
 import type { Logger } from '../../log.js'
+import type { RemoteListing } from '../edge/messages.js'
+import { modelChain, resolveAlias } from './chain.js'
 import { type RemoteModel, RemoteServer } from './server.js'
 
 /** How often a server never reached yet is asked again: ms. */
@@ -22,10 +24,29 @@ export class RemoteRegistry {
   /** Rotates the start of the search among equals, so that equal servers share the requests. */
   private turn = 0
 
+  /** Told the servers' listing whenever it changed (a model added or gone, a server up or down): the workers' snapshot. */
+  onListing: ((l: RemoteListing) => void) | null = null
+  #lastListing = ''
+
   constructor (conf: GenerationConf, log: Logger) {
     this.servers = conf.servers.map((s) => new RemoteServer(s, log))
     this.aliases = conf.aliases
     this.fallbacks = conf.fallbacks
+    for (const s of this.servers) s.onChange = () => this.#changed()
+  }
+
+  /** Which server lists which models (canonical names), and whether it is up. */
+  listing (): RemoteListing {
+    return { servers: this.servers.map((s) => ({ name: s.conf.name, up: s.up, models: [...s.models.keys()] })) }
+  }
+
+  #changed (): void {
+    if (this.onListing === null) return
+    const l = this.listing()
+    const text = JSON.stringify(l)
+    if (text === this.#lastListing) return
+    this.#lastListing = text
+    this.onListing(l)
   }
 
   /**
@@ -58,19 +79,12 @@ export class RemoteRegistry {
 
   /** The name served for a requested one (an alias' target, else the name itself). */
   resolve (model: string): string {
-    return Object.hasOwn(this.aliases, model) ? this.aliases[model]! : model
+    return resolveAlias(this.aliases, model)
   }
 
   /** The requested model and its fallbacks, in the order they are tried (each alias resolved, none twice). */
   chain (model: string): string[] {
-    const first = this.resolve(model)
-    const out = [first]
-    const more = Object.hasOwn(this.fallbacks, first) ? this.fallbacks[first]! : Object.hasOwn(this.fallbacks, model) ? this.fallbacks[model]! : []
-    for (const f of more) {
-      const n = this.resolve(f)
-      if (!out.includes(n)) out.push(n)
-    }
-    return out
+    return modelChain(this.aliases, this.fallbacks, model)
   }
 
   /** Some server lists the model (up or not). */

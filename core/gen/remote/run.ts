@@ -7,13 +7,14 @@
 // once); request_timeout aborts it and answers 504, as for a local job.
 
 import { once } from 'node:events'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import { formatError } from '../../errors.js'
 import type { Logger } from '../../log.js'
 import type { ApiError, GenRequest } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
+import type { GenResponse } from '../http/gen-response.js'
 import type { GenOutcome } from '../stats.js'
-import { type CallEnd, callServer, type RemoteSink } from './client.js'
+import { type CallEnd, callServer, type CallTarget, type RemoteSink } from './client.js'
 import type { RemoteRegistry } from './registry.js'
 import type { RemoteServer } from './server.js'
 
@@ -31,22 +32,24 @@ export interface RemoteEnv {
 /** The request was served (its outcome counted here), or why no server could start it (nothing was written). */
 export type RemoteResult = { served: true } | { served: false, error: ApiError | null }
 
+/** What a request's life needs of its surroundings (a data-plane worker's relay has no registry). */
+export type LifeEnv = Pick<RemoteEnv, 'requestTimeoutMs' | 'count'>
+
 /** One request's life while remote servers serve it: its abort signal, its end counted once. */
 export class RequestLife {
   private readonly ac = new AbortController()
-  private readonly env: RemoteEnv
-  private readonly res: ServerResponse
+  private readonly env: LifeEnv
+  private readonly res: GenResponse
   private timer: NodeJS.Timeout | null = null
   finished = false
   readonly started = process.hrtime.bigint()
 
-  constructor (env: RemoteEnv, req: IncomingMessage, res: ServerResponse, fail: (e: ApiError) => void) {
+  /** `left`: the client has already gone (while its body was read). */
+  constructor (env: LifeEnv, res: GenResponse, left: boolean, fail: (e: ApiError) => void) {
     this.env = env
     this.res = res
     res.on('close', this.gone)
-    req.on('error', () => undefined)
-    // The client may have left while the body was read.
-    if (req.socket.destroyed) this.gone()
+    if (left) this.gone()
     if (env.requestTimeoutMs > 0) {
       this.timer = setTimeout(() => {
         if (this.finished) return
@@ -88,11 +91,13 @@ export type Attempt = (server: RemoteServer, served: string, life: RequestLife) 
  * Returns served: false, with nothing written and nothing counted, when no server lists any of them (error
  * null) or none could start it; `fail` writes a failure that ends the request here.
  */
-export async function runRemote (env: RemoteEnv, req: IncomingMessage, res: ServerResponse, names: readonly string[],
+export async function runRemote (env: RemoteEnv, req: IncomingMessage, res: GenResponse, names: readonly string[],
   fail: (e: ApiError) => void, attempt: Attempt): Promise<RemoteResult> {
   await env.registry.ready()
   if (!names.some((n) => env.registry.knows(n))) return { served: false, error: null }
-  const life = new RequestLife(env, req, res, fail)
+  req.on('error', () => undefined)
+  // the client may have left while the body was read
+  const life = new RequestLife(env, res, req.socket.destroyed, fail)
   let last: ApiError | null = null
   const down: string[] = []
   for (const name of names) {
@@ -134,8 +139,16 @@ export interface RemoteWriter {
 }
 
 /** A text request (generate, chat, either API) on the remote servers, its reply written by `writer`. */
-export function generateRemote (env: RemoteEnv, req: IncomingMessage, res: ServerResponse, r: GenRequest, names: readonly string[], writer: RemoteWriter): Promise<RemoteResult> {
-  return runRemote(env, req, res, names, (e) => writer.fail(e), (s, served, life) => {
+export function generateRemote (env: RemoteEnv, req: IncomingMessage, res: GenResponse, r: GenRequest, names: readonly string[], writer: RemoteWriter): Promise<RemoteResult> {
+  return runRemote(env, req, res, names, (e) => writer.fail(e), relayAttempt(r, res, writer))
+}
+
+/**
+ * One attempt of a text request at a server, its reply relayed to `writer` on `res` (here, or in a data-plane
+ * worker: core/gen/edge/): what runRemote and the worker's relay both run per server.
+ */
+export function relayAttempt (r: GenRequest, res: GenResponse, writer: RemoteWriter): (s: CallTarget, served: string, life: RequestLife) => Promise<CallEnd> {
+  return (s, served, life) => {
     // Ollama's empty prompt loads the model; OpenAI's API cannot say it, and such a server serves what it has loaded
     if (r.loadOnly && s.conf.kind === 'openai') {
       life.end('ok')
@@ -153,5 +166,5 @@ export function generateRemote (env: RemoteEnv, req: IncomingMessage, res: Serve
       },
     }
     return callServer(s, served, r, life.signal, sink)
-  })
+  }
 }

@@ -36,6 +36,8 @@ export class RemoteServer {
   /** Canonical name -> the server's /api/ps entry (ollama and lb kinds; an openai-kind server serves what it lists). */
   loaded = new Map<string, Record<string, unknown>>()
   private readonly inFlight = new Map<string, number>()
+  /** Called after a refresh, markDown or forget (the registry's listing may have changed: RemoteRegistry.onListing). */
+  onChange: (() => void) | null = null
   private refreshing: Promise<void> | null = null
 
   constructor (conf: RemoteServerConf, log: Logger) {
@@ -70,12 +72,14 @@ export class RemoteServer {
     if (this.up) this.log.warn('model server down', { server: this.conf.name, reason })
     this.up = false
     this.reason = reason
+    this.onChange?.()
   }
 
   /** A request for `model` answered 404: the server no longer has it (until a refresh lists it again). */
   forget (model: string): void {
     this.models.delete(model)
     this.loaded.delete(model)
+    this.onChange?.()
   }
 
   /** Reads the server's models again (one refresh at a time); never throws. */
@@ -103,6 +107,7 @@ export class RemoteServer {
       this.up = true
       this.reached = true
       this.reason = ''
+      this.onChange?.()
     } catch (e) {
       this.markDown(`refresh failed: ${(e as Error).message}`)
     }
