@@ -22,6 +22,7 @@ import { setAcmeTokens } from './tls/acme-challenge.js'
 import { cutExchanges } from './proxy/proxy.js'
 import { openSessions } from './proxy/tcp-proxy.js'
 import { SpanExporter } from './trace/exporter.js'
+import { cutRelays } from '../gen/edge/edge.js'
 import { EdgeLink } from '../gen/edge/link.js'
 
 const data = workerData as WorkerData
@@ -146,7 +147,7 @@ async function main (): Promise<void> {
         // connection closed when the head is out) and its upstream connection closed, then the
         // thread exits by itself: never terminate() a thread with uWS requests open (uWS aborts the process).
         setTimeout(() => {
-          const count = cutExchanges() + openSessions()
+          const count = cutExchanges() + openSessions() + cutRelays()
           for (const pool of pools.values()) pool.close()
           post({ type: 'cut', index: data.index, count })
           setTimeout(exit, DRAIN_POLL_MS) // the answers are written; give the loop a turn to flush them

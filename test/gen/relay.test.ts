@@ -263,3 +263,73 @@ test('a worker\'s question the control plane does not answer within the wait is 
   port1.close()
   port2.close()
 })
+
+test('relay = "worker", SIGTERM: streams still relayed at drain_timeout end with LB_ERR_SHUTDOWN in their API\'s shape, the model server sees its requests closed, exit 0', async (t) => {
+  const fake = await startFakeOpenAi(t, ['remote-model'])
+  fake.mode = 'hang' // the first piece, then nothing until the connection closes
+  const lb = await startLb(`[global]\ndrain_timeout = "1s"\naccess_log = "off"\n${config(fake.url, 'worker')}`, { workers: 2 })
+  t.after(() => lb.stop('SIGKILL'))
+  let closed = 0
+  fake.events.on('closed', () => { closed++ })
+  const open = async (path: string, body: object): Promise<{ first: string, rest: Promise<string> }> => {
+    const res = await fetch(`${lb.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', stream: true, ...body }) })
+    assert.equal(res.status, 200)
+    const reader = res.body!.getReader()
+    const first = Buffer.from((await reader.read()).value!).toString()
+    const rest = (async () => {
+      let text = ''
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString()
+      return text
+    })()
+    return { first, rest }
+  }
+  const sse = await open('/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] })
+  const ndjson = await open('/api/generate', { prompt: 'Hi' })
+  assert.match(sse.first + ndjson.first, /Hello[\s\S]*Hello/)
+  lb.proc.kill('SIGTERM')
+  const exit = await new Promise<{ code: number | null, signal: string | null }>((resolve) => lb.proc.once('exit', (code, signal) => resolve({ code, signal })))
+  // OpenAI's stream: an error event; Ollama's: an error line; neither pretends the reply completed
+  const events = (await sse.rest).split('\n\n').filter((e) => e.startsWith('data: '))
+  assert.match(events.at(-1)!, /"code":"LB_ERR_SHUTDOWN"/)
+  assert.ok(!events.some((e) => e === 'data: [DONE]'), 'a cut stream does not end with [DONE]')
+  assert.match(lines(await ndjson.rest).at(-1).error, /lb is stopping/)
+  assert.deepEqual(exit, { code: 0, signal: null }, lb.log())
+  assert.match(lb.log(), /"msg":"drain_timeout reached: requests cut","cut":2/)
+  await waitFor(() => closed === 2, 'the model server to see both requests closed', 5000, 20)
+})
+
+test('relay = "worker": hostile bodies for a remote model get the service\'s 400 in the caller\'s shape and never reach the server; a body over the worker\'s parse bound is served the old way', async (t) => {
+  const fake = await startFakeOpenAi(t, ['remote-model'])
+  const lb = await startLb(config(fake.url, 'worker').replace('relay = "worker"', 'relay = "worker"\nmax_prompt_bytes = 4194304'), { workers: 2 })
+  t.after(() => lb.stop())
+  const post = async (path: string, body: string): Promise<{ status: number, json: { error: unknown } }> => {
+    const r = await fetch(`${lb.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body })
+    return { status: r.status, json: await r.json() as { error: unknown } }
+  }
+  const hostile = [
+    '{"model":"remote-model","messages":"Hi"',
+    '{"model":"remote-model","messages":"Hi"}',
+    '{"model":"remote-model","messages":[{"role":"wizard","content":"Hi"}]}',
+    '{"model":"remote-model","messages":[{"role":"user","content":"Hi"}],"n":1000000}',
+    '{"model":["remote-model"],"messages":[{"role":"user","content":"Hi"}]}',
+    '{"model":"remote-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":"lots"}',
+  ]
+  for (const body of hostile) {
+    const openai = await post('/v1/chat/completions', body)
+    assert.equal(openai.status, 400, body)
+    const e = openai.json.error as { message: string, type: string }
+    assert.equal(typeof e.message, 'string', body)
+    assert.equal(e.type, 'invalid_request_error', body)
+  }
+  const ollama = await post('/api/chat', '{"model":"remote-model","messages":[{"role":"user","content":7}]}')
+  assert.equal(ollama.status, 400)
+  assert.equal(typeof ollama.json.error, 'string')
+  assert.equal(fake.bodies.length, 0, 'no hostile body reached the model server')
+  await metricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 1)
+  // 2 MiB of prompt: past the 1 MiB the worker parses, the service reads it and relays it itself
+  const big = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'x'.repeat(2 << 20) }] }) })
+  assert.equal(big.status, 200)
+  assert.equal((await big.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, 'Hello there friend')
+  assert.equal(fake.bodies.length, 1)
+  await metricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 2)
+})

@@ -9,6 +9,7 @@
 // the client can see its end, or when the client went away.
 
 import { EventEmitter } from 'node:events'
+import type { ApiError } from '../dispatch/request.js'
 import type { GenResponse } from '../http/gen-response.js'
 
 /** What the relay uses of the worker's client (core/worker/transport/client.ts ClientResponse has it all). */
@@ -58,6 +59,8 @@ export class EdgeResponse extends EventEmitter implements GenResponse {
   writableEnded = false
   destroyed = false
   writableNeedDrain = false
+  /** How the relay ends this request when lb is stopping (edge.ts cutRelays); null: not relaying yet. */
+  onCut: ((e: ApiError) => void) | null = null
 
   /** `count`: counts the request (DataPlane.finish); called once, here. */
   constructor (client: EdgeClient, ctx: EdgeCtx, count: () => void) {

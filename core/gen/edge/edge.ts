@@ -11,10 +11,13 @@
 // itself: a bad body, a missing key, a prompt over the limits), goes the old
 // way: the body already read is replayed to the service's socket.
 
+import { apiOfPath } from '../../api-errors.js'
 import type { GenerationConf } from '../../config/generation.js'
+import { ERRORS, formatError } from '../../errors.js'
 import { Consumers } from '../budget/consumer.js'
 import { overLimit, reservation } from '../dispatch/generation.js'
-import { type GenRequest, isApiError } from '../dispatch/request.js'
+import { type ApiError, type GenRequest, isApiError } from '../dispatch/request.js'
+import { sendError } from '../http/respond.js'
 import { OllamaWriter } from '../ollama/reply.js'
 import { parseChat, parseGenerate } from '../ollama/request.js'
 import { OpenAiWriter } from '../openai/reply.js'
@@ -24,10 +27,29 @@ import { type EdgeClient, type EdgeCtx, EdgeResponse } from './edge-response.js'
 import type { EdgeLink } from './link.js'
 import { relay, type Writer } from './relay.js'
 
-/** The generation service's body limit (core/gen/http/routes.ts MAX_BODY): a larger body goes the old way, unread. */
-const MAX_BODY = 16 << 20
+/**
+ * The largest body parsed in the worker, bytes: a larger one goes the old way, unread (the service takes up to
+ * 16 MiB). JSON.parse holds the thread, and every other client of this worker waits: 1 MiB is a few ms of it,
+ * 16 MiB about a hundred; a prompt that long has no first token to hurry anyway.
+ */
+const MAX_BODY = 1 << 20
 const PATHS = ['/api/generate', '/api/chat', '/v1/completions', '/v1/chat/completions'] as const
 
+/** This thread's relayed requests not yet answered, each by its cut: lb is stopping (cutRelays). */
+const live = new Set<() => void>()
+
+/**
+ * At the drain deadline: every relayed request still open ends with LB_ERR_SHUTDOWN in its caller's shape (an
+ * error body, or the stream's error event or line when it had begun) and its model server's request is aborted,
+ * as the proxy's cutExchanges does for the others. Returns how many there were.
+ */
+export function cutRelays (): number {
+  const n = live.size
+  for (const cut of [...live]) cut()
+  return n
+}
+
+const shutdown = (): ApiError => ({ status: ERRORS.LB_ERR_SHUTDOWN.status, message: formatError('LB_ERR_SHUTDOWN', {}), code: 'LB_ERR_SHUTDOWN' })
 /** The request and its reply writer, or null: not one for the relay (the service answers it). */
 function parse (path: string, res: EdgeResponse, body: unknown): { r: GenRequest, writer: Writer } | null {
   switch (path) {
@@ -80,7 +102,15 @@ export class Edge {
   take (ctx: EdgeCtx, client: EdgeClient, toService: (body: Buffer) => void): boolean {
     if (ctx.method !== 'POST' || ctx.chunked || ctx.contentLength <= 0 || ctx.contentLength > MAX_BODY || !(PATHS as readonly string[]).includes(ctx.path)) return false
     const arrived = process.hrtime.bigint()
-    const res = new EdgeResponse(client, ctx, () => this.#count(ctx))
+    const api = apiOfPath(ctx.path)
+    const cut = (): void => {
+      if (res.writableEnded || res.destroyed) return
+      if (res.onCut !== null) res.onCut(shutdown())
+      else if (!res.headersSent) sendError(res, api, shutdown())
+      else res.destroy()
+    }
+    live.add(cut)
+    const res = new EdgeResponse(client, ctx, () => { live.delete(cut); this.#count(ctx) })
     client.onAbort(() => res.gone())
     const chunks: Buffer[] = []
     client.onBody((chunk, last) => {
@@ -90,12 +120,13 @@ export class Edge {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
       if (res.destroyed) return
       this.#decide(ctx, res, body, arrived).then((served) => {
-        if (served || res.destroyed) return
+        // answered meanwhile (cut) or the client gone: nothing goes to the service
+        if (served || res.writableEnded || res.destroyed) return
         ctx.bytesIn = 0 // counted again as it is forwarded
         toService(body)
       }, (e: Error) => {
         // a bug here must not leave the client hanging
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end(`internal error: ${e.message}\n`)
+        if (!res.headersSent) sendError(res, api, { status: 500, message: `internal error: ${e.message}` })
         else res.destroy()
       })
     })

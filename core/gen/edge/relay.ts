@@ -71,7 +71,8 @@ export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, wr
     fail: (e) => writer.fail(e),
   }
   // 'ok' is told with its result by done(); every other outcome at once
-  const life = new RequestLife({ requestTimeoutMs: env.requestTimeoutMs, count: (o) => { if (o !== 'ok') tell(o, null) } }, res, res.destroyed, (e) => counted.fail(e))
+  const life = new RequestLife({ requestTimeoutMs: env.requestTimeoutMs, count: (o) => { if (o !== 'ok') tell(o, null) } }, res, res.destroyed || res.writableEnded, (e) => counted.fail(e))
+  res.onCut = (e) => { life.abort('error'); counted.fail(e) }
   const attempt = relayAttempt(r, res, counted)
   for (;;) {
     res.serverIs(a.server.name)

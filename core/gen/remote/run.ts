@@ -69,6 +69,13 @@ export class RequestLife {
     this.env.count(outcome)
   }
 
+  /** Ends the request with `outcome` and aborts its model server's request (lb is stopping: edge.ts cutRelays). */
+  abort (outcome: GenOutcome): void {
+    if (this.finished) return
+    this.end(outcome)
+    this.ac.abort()
+  }
+
   /** Nothing more happens here, nothing counted: the caller answers. */
   stop (): void {
     this.finished = true
