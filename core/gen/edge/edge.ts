@@ -2,7 +2,7 @@
 // received it ([generation] relay = "worker"). The data plane hands it every
 // request its router sent to a `kind = "generate"` service; it takes the POSTs
 // of /api/generate, /api/chat, /v1/completions and /v1/chat/completions with a
-// body of known length (16 MiB at most, as the service reads), reads the body,
+// body of known length (1 MiB at most: MAX_BODY), reads the body,
 // parses it with the APIs' own parsers, and when the model's chain starts with
 // a model a remote server lists (the listing the control plane pushes), asks
 // the control plane once to admit it (link.ts, messages.ts) and relays the
