@@ -6,11 +6,8 @@
 // server or a fallback; a failure after it ends the reply in the caller's shape.
 // undici's own time-outs are off (a long prompt on a CPU server may take
 // minutes to its first token): request_timeout bounds the request (remote/run.ts).
-// The reply is read through undici's handler callbacks (dispatch), not a
-// Readable and its async iterator: every token of a paced stream is its own
-// read, and the stream layers were a fifth of the relay's CPU per token.
 
-import { type Dispatcher, getGlobalDispatcher } from 'undici'
+import { request } from 'undici'
 import { formatError } from '../../errors.js'
 import type { ApiError, GenRequest } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
@@ -58,37 +55,47 @@ const MAX_ERROR_BODY = 64 << 10
 const upstreamError = (server: string, reason: string): ApiError =>
   ({ status: 502, message: formatError('LB_ERR_GEN_UPSTREAM', { server, reason }), code: 'LB_ERR_GEN_UPSTREAM' })
 
-/** The call's end for a reply other than 200, from its status and (the start of) its body. */
-function refusal (server: string, openai: boolean, s: number, text: string): CallEnd {
-  const detail = openai ? openaiErrorOf(text) : { message: ollamaErrorMessage(text) }
-  const failed = (error: ApiError, retry: boolean, down: boolean, missing = false): CallEnd =>
-    ({ ok: false, error, delivered: false, retry, down, missing })
-  if (s === 404) return failed({ status: 404, message: detail.message, param: 'model', code: 'model_not_found' }, true, false, true)
-  // 408, 429, 5xx: another server may do it; 5xx but 503 (a full queue) says the server is unwell
-  if (s === 408 || s === 429 || s >= 500) return failed(upstreamError(server, `HTTP ${s}: ${detail.message}`), true, s >= 500 && s !== 503)
-  // another 4xx is about the request: every server would say it, so it goes back to the client
-  return failed({ status: s, message: detail.message, param: 'param' in detail ? detail.param : null, code: 'code' in detail ? detail.code : null }, false, false)
+async function readText (body: AsyncIterable<Buffer> & { destroy: () => void }): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const c of body) {
+    chunks.push(c)
+    size += c.length
+    if (size >= MAX_ERROR_BODY) { body.destroy(); break }
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
-
-/** Said to undici when lb ends a call itself (the reply is complete, the client is gone, it broke). */
-const ENDED = new Error('the call ended here')
 
 /**
  * Asks `server` for `r` (as `served`, its spelling of the model) and relays the reply to `sink` while
  * `signal` is not aborted. `stream`: the client reads pieces as they come (else the text is kept for done).
  */
-export function callServer (server: CallTarget, served: string, r: GenRequest, signal: AbortSignal, sink: RemoteSink): Promise<CallEnd> {
+export async function callServer (server: CallTarget, served: string, r: GenRequest, signal: AbortSignal, sink: RemoteSink): Promise<CallEnd> {
   const name = server.conf.name
   const openai = server.conf.kind === 'openai'
   const { path, body } = openai ? openaiCall(r, served) : ollamaCall(r, served)
-  const url = new URL(server.conf.url + path)
   const st = new ReplyState(!r.stream)
-  const reader = openai ? new SseReader() : new NdjsonReader()
   let delivered = false
-  const failed = (error: ApiError, retry: boolean, down: boolean): CallEnd =>
-    ({ ok: false, error, delivered, retry: retry && !delivered, down, missing: false })
-  const gone = (): CallEnd => failed({ status: 499, message: 'client gone' }, false, false)
-  if (signal.aborted) return Promise.resolve(gone())
+  const failed = (error: ApiError, retry: boolean, down: boolean, missing = false): CallEnd =>
+    ({ ok: false, error, delivered, retry: retry && !delivered, down, missing })
+  let res: Awaited<ReturnType<typeof request>>
+  try {
+    res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal, headersTimeout: 0, bodyTimeout: 0 })
+  } catch (e) {
+    if (signal.aborted) return failed({ status: 499, message: 'client gone' }, false, false)
+    return failed(upstreamError(name, (e as Error).message), true, true)
+  }
+  if (res.statusCode !== 200) {
+    const text = await readText(res.body as never).catch(() => '')
+    const s = res.statusCode
+    const detail = openai ? openaiErrorOf(text) : { message: ollamaErrorMessage(text) }
+    if (s === 404) return failed({ status: 404, message: detail.message, param: 'model', code: 'model_not_found' }, true, false, true)
+    // 408, 429, 5xx: another server may do it; 5xx but 503 (a full queue) says the server is unwell
+    if (s === 408 || s === 429 || s >= 500) return failed(upstreamError(name, `HTTP ${s}: ${detail.message}`), true, s >= 500 && s !== 503)
+    // another 4xx is about the request: every server would say it, so it goes back to the client
+    return failed({ status: s, message: detail.message, param: 'param' in detail ? detail.param : null, code: 'code' in detail ? detail.code : null }, false, false)
+  }
+  const reader = openai ? new SseReader() : new NdjsonReader()
   const take = (msgs: unknown[]): void => {
     for (const m of msgs) {
       if (openai) openaiEvent(m as string, st)
@@ -100,91 +107,30 @@ export function callServer (server: CallTarget, served: string, r: GenRequest, s
       sink.pieces(st.take(), new Date().toISOString())
     }
   }
-  /** A failure while the reply was read: the wire's own error, or the stream broke (the server died, bad framing). */
-  const broke = (e: unknown): CallEnd => e instanceof StreamError
-    ? failed(upstreamError(name, e.message), true, false)
-    : failed(upstreamError(name, `the reply broke off: ${(e as Error).message}`), true, true)
-
-  return new Promise((resolve) => {
-    let ctl: Dispatcher.DispatchController | null = null
-    let settled = false
-    /** undici ended the response (its last byte read): the connection goes back to the pool */
-    let ended = false
-    let status = 0
-    let errorBody: Buffer[] | null = null
-    let errorBytes = 0
-    const settle = (e: CallEnd): void => {
-      if (settled) return
-      settled = true
-      signal.removeEventListener('abort', onAbort)
-      resolve(e)
-    }
-    const stop = (): void => { if (ctl !== null && !ended && !ctl.aborted) ctl.abort(ENDED) }
-    const onAbort = (): void => { settle(gone()); stop() }
-    signal.addEventListener('abort', onAbort)
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart (c) {
-        ctl = c
-        if (settled) c.abort(ENDED) // the client left before the request was sent
-      },
-      onResponseStart (_c, code) {
-        status = code
-        if (code !== 200) errorBody = []
-      },
-      onResponseData (c, chunk) {
-        if (settled) return
-        if (errorBody !== null) {
-          errorBody.push(chunk)
-          errorBytes += chunk.length
-          if (errorBytes >= MAX_ERROR_BODY) { settle(refusal(name, openai, status, Buffer.concat(errorBody).toString('utf8'))); stop() }
-          return
-        }
-        try {
-          take(reader.push(chunk))
-        } catch (e) {
-          settle(broke(e))
-          stop()
-          return
-        }
-        if (st.finished) {
-          // The end is written with the last pieces (one write, not two). A server that sent [DONE] and holds its
-          // reply is not waited for: its connection is closed unless the reply's end came in this same read.
-          sink.done(st.result())
-          settle({ ok: true })
-          setImmediate(stop)
-          return
-        }
-        // a slow client slows the server (TCP backpressure) instead of growing lb's buffers
-        const d = sink.drained()
-        if (d !== null) {
-          c.pause()
-          d.then(() => c.resume(), () => undefined)
-        }
-      },
-      onResponseEnd () {
+  let ended = false
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      take(reader.push(chunk))
+      // The end is written with the last pieces (one write, not two). Leaving the loop closes the upstream reply
+      // only when the server has not ended it yet: one that sent [DONE] and holds its connection is not waited for.
+      if (st.finished) {
         ended = true
-        if (settled) return
-        if (errorBody !== null) return settle(refusal(name, openai, status, Buffer.concat(errorBody).toString('utf8')))
-        try {
-          take(reader.end())
-        } catch (e) {
-          return settle(broke(e))
-        }
-        if (!st.finished) return settle(failed(upstreamError(name, 'the reply ended before it was complete'), true, true))
         sink.done(st.result())
-        settle({ ok: true })
-      },
-      onResponseError (_c, e) {
-        ended = true
-        if (settled) return
-        if (signal.aborted) return settle(gone())
-        if (errorBody !== null) return settle(refusal(name, openai, status, Buffer.concat(errorBody).toString('utf8')))
-        // before the head: the server could not be reached or hung up
-        settle(status === 0 ? failed(upstreamError(name, e.message), true, true) : broke(e))
-      },
+        break
+      }
+      // a slow client slows the server (TCP backpressure) instead of growing lb's buffers
+      const d = sink.drained()
+      if (d !== null) await d
     }
-    getGlobalDispatcher().dispatch({
-      origin: url.origin, path: url.pathname + url.search, method: 'POST', headers: server.headers(), body: JSON.stringify(body), headersTimeout: 0, bodyTimeout: 0,
-    }, handler)
-  })
+    if (!st.finished) take(reader.end())
+  } catch (e) {
+    if (ended) return { ok: true }
+    if (signal.aborted) return failed({ status: 499, message: 'client gone' }, false, false)
+    if (e instanceof StreamError) return failed(upstreamError(name, e.message), true, false)
+    // the connection broke (the server died mid-reply) or the stream was not in the wire's format
+    return failed(upstreamError(name, `the reply broke off: ${(e as Error).message}`), true, true)
+  }
+  if (!st.finished) return failed(upstreamError(name, 'the reply ended before it was complete'), true, true)
+  if (!ended) sink.done(st.result())
+  return { ok: true }
 }
