@@ -8,7 +8,10 @@
 import { EventEmitter } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
 import type { TestContext } from 'node:test'
+import { waitFor } from '../helpers.js'
 
 export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood' | 'done-hold'
 
@@ -34,6 +37,37 @@ export interface FakeOpenAi {
 
 /** What a 'flood' reply writes at most, bytes: far more than the socket buffers between it and a client that stopped reading. */
 export const FLOOD_LIMIT = 128 << 20
+
+/** Rejects after `ms`: a generous bound on an event that must come (not a timing). */
+export const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms).unref())])
+
+/**
+ * A client that reads nothing after the first piece of a flooding stream (`open` sends it with the signal):
+ * asserts that the server's writes stall once the socket buffers on the way are full (a few MB) instead of lb
+ * reading all FLOOD_LIMIT bytes into its memory, then that aborting the client closes the server's request.
+ * "Stalled" is quiescence (no byte sent for 2 s), not a time bound: a slow machine only makes it come later.
+ */
+export async function assertFloodStalls (fake: FakeOpenAi, open: (signal: AbortSignal) => Promise<Response>): Promise<void> {
+  fake.mode = 'flood'
+  let flooded = false
+  fake.events.once('never-blocked', () => { flooded = true })
+  const ac = new AbortController()
+  const res = await open(ac.signal)
+  await res.body!.getReader().read()
+  let last = -1
+  let still = 0
+  await waitFor(() => {
+    still = fake.sent === last ? still + 1 : 0
+    last = fake.sent
+    return flooded || still >= 8
+  }, 'the flood to stall or end', 120_000, 250)
+  assert.ok(!flooded && fake.sent < FLOOD_LIMIT, `the server wrote ${fake.sent} bytes to a client that reads nothing`)
+  const closed = once(fake.events, 'closed')
+  ac.abort()
+  await within(closed, 10_000, 'close of the upstream request')
+  fake.mode = 'ok'
+}
 
 const chunk = (model: string, chat: boolean, text: string | null, finish: string | null, usage?: unknown): string => {
   const choice = chat ? { index: 0, delta: text === null ? {} : { content: text }, finish_reason: finish } : { index: 0, text: text ?? '', finish_reason: finish }

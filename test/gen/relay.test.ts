@@ -18,17 +18,13 @@ import { tokenHash } from '../../core/auth/token-digest.js'
 import { EdgeLink } from '../../core/gen/edge/link.js'
 import type { EdgeToControl } from '../../core/gen/edge/messages.js'
 import { type Lb, startLb, waitFor } from '../helpers.js'
-import { FLOOD_LIMIT, startFakeOpenAi } from './fake-openai.js'
+import { assertFloodStalls, startFakeOpenAi, within } from './fake-openai.js'
 import { gatewayConfig, lines, STORIES, withinOneMinute } from './helpers.js'
 
 const KEY = 'lb-relay-key-0123456789abcdefghij'
 /** A key without limits: what the test does after it used up KEY's minute */
 const FREE = 'lb-relay-free-0123456789abcdefghi'
 const RPM = 10
-
-/** Rejects after `ms`: a generous bound on an event that must come (not a timing). */
-const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms).unref())])
 
 const config = (url: string, relay: string): string => gatewayConfig({ stories: STORIES }, `
 [[generation.servers]]
@@ -153,25 +149,9 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
   await metricIs(lb, 'lb_gen_socket_requests_total', 0)
 
   // a client that reads nothing more: the worker stops reading the server's reply instead of buffering it
-  // (quiescence, as in remote-failure.test.ts: no byte sent for 2 s, not a time bound)
-  fake.mode = 'flood'
-  let flooded = false
-  fake.events.once('never-blocked', () => { flooded = true })
-  const ac = new AbortController()
-  const slow = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }], stream: true }), signal: ac.signal })
-  await slow.body!.getReader().read()
-  let last = -1
-  let still = 0
-  await waitFor(() => {
-    still = fake.sent === last ? still + 1 : 0
-    last = fake.sent
-    return flooded || still >= 8
-  }, 'the flood to stall or end', 120_000, 250)
-  assert.ok(!flooded && fake.sent < FLOOD_LIMIT, `the server wrote ${fake.sent} bytes to a client that reads nothing`)
-  const gone = once(fake.events, 'closed')
-  ac.abort()
-  await within(gone, 10_000, 'close of the upstream request')
-  fake.mode = 'ok'
+  await assertFloodStalls(fake, (signal) => fetch(`${lb.url}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }], stream: true }), signal,
+  }))
 
   // the worker's listing says "stories" is remote; the control plane has it here: served the old way, locally
   const before = fake.bodies.length

@@ -9,17 +9,13 @@ import { once } from 'node:events'
 import { test } from 'node:test'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
-import { FLOOD_LIMIT, startFakeOpenAi } from './fake-openai.js'
+import { assertFloodStalls, startFakeOpenAi, within } from './fake-openai.js'
 import { waitFor } from '../helpers.js'
 import { type Gen, get, lines, post, startGen, STORIES } from './helpers.js'
 
 async function startFront (t: Parameters<typeof startGen>[0], servers: unknown[], extra: Record<string, unknown> = {}): Promise<Gen> {
   return await startGen(t, { models: {}, builtin_model: false, servers, ...extra })
 }
-
-/** Rejects after `ms`: a generous bound on an event that must come (not a timing). */
-const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_resolve, reject) => setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms).unref())])
 
 test('a server killed mid-stream: the OpenAI stream ends with an error event, the next request goes to the other server', async (t) => {
   const dying = await startFakeOpenAi(t, ['stories'])
@@ -174,29 +170,10 @@ test('a fallback this machine has is served here; an alias may name a local mode
 test('a client that stops reading slows the server: lb stops reading its reply instead of buffering it', async (t) => {
   const fake = await startFakeOpenAi(t, ['m'])
   const front = await startFront(t, [{ name: 'f', kind: 'openai', url: fake.url }])
-  fake.mode = 'flood'
-  let flooded = false
-  fake.events.once('never-blocked', () => { flooded = true })
-  const ac = new AbortController()
-  const res = await fetch(`${front.base}/v1/chat/completions`, {
+  await assertFloodStalls(fake, (signal) => fetch(`${front.base}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
-    signal: ac.signal,
-  })
-  await res.body!.getReader().read()
-  // The client reads nothing more. The server's writes stall once the socket buffers on the way are full
-  // (a few MB); were lb to read on regardless, it would take all FLOOD_LIMIT bytes into its memory. "Stalled"
-  // is quiescence (no byte sent for 2 s), not a time bound: a slow machine only makes it come later.
-  let last = -1
-  let still = 0
-  await waitFor(() => {
-    still = fake.sent === last ? still + 1 : 0
-    last = fake.sent
-    return flooded || still >= 8
-  }, 'the flood to stall or end', 120_000, 250)
-  assert.ok(!flooded && fake.sent < FLOOD_LIMIT, `the server wrote ${fake.sent} bytes to a client that reads nothing`)
-  const closed = once(fake.events, 'closed')
-  ac.abort()
-  await within(closed, 10_000, 'close of the upstream request')
+    signal,
+  }))
 })
