@@ -17,6 +17,21 @@ export const CLI = join(ROOT, 'dist', 'core', 'cli.js')
 const temps: string[] = []
 process.on('exit', () => { for (const d of temps) rmSync(d, { recursive: true, force: true }) })
 
+/**
+ * A `/crash` router on entry point "web", tried before every other, whose middleware ends the data-plane worker
+ * thread that serves GET /crash (test/fixtures/plugins/exit-worker.js).
+ */
+export const crashRouter = (service: string): string => `
+[middlewares.crash]
+type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
+[routers.crash]
+rule = "Path(\`/crash\`)"
+priority = 1000
+entrypoints = ["web"]
+middlewares = ["crash"]
+service = "${service}"
+`
+
 /** A new folder under os.tmpdir() (TMPDIR), removed with everything in it when this test process exits. */
 export function tempDir (prefix = 'lb-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))

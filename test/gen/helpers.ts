@@ -2,6 +2,7 @@
 // runner process, real models) on a temporary unix socket plus a TCP port,
 // and small HTTP helpers. Everything started here is stopped in t.after.
 
+import assert from 'node:assert/strict'
 import type { TestContext } from 'node:test'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -12,7 +13,7 @@ import { Checker } from '../../core/config/check.js'
 import { checkGeneration, type GenerationConf } from '../../core/gen/config.js'
 import { startGeneration, type GenerationService } from '../../core/gen/service.js'
 import { createLogger } from '../../core/log.js'
-import { waitFor } from '../helpers.js'
+import { type Lb, waitFor } from '../helpers.js'
 
 /** The repository root (this file runs as dist/test/gen/helpers.js). */
 export const REPO = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..')
@@ -180,4 +181,33 @@ export async function withinOneMinute (f: () => Promise<void>): Promise<void> {
   const m = Math.floor(Date.now() / 60_000)
   await f()
   if (Math.floor(Date.now() / 60_000) !== m) throw new Error('the test did not run within one UTC minute')
+}
+
+/** [[generation.servers]] entries for OpenAI-shaped servers (test/gen/fake-openai.ts): name -> base URL. */
+export const openaiServers = (servers: Readonly<Record<string, string>>): string => Object.entries(servers).map(([name, url]) => `
+[[generation.servers]]
+name = "${name}"
+kind = "openai"
+url = "${url}/v1"
+refresh = "10m"`).join('') + '\n'
+
+/** The value of the sample `name` (with its labels) on lb's dashboard /metrics. */
+export async function lbMetric (lb: Lb, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${await lb.portOf('dashboard')}/metrics`)).text()
+  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)
+  if (m === null) throw new Error(`no ${name} in /metrics:\n${text.split('\n').filter((l) => l.startsWith(name.split('{')[0]!)).join('\n')}`)
+  return Number(m[1])
+}
+
+/**
+ * Asserts that metric `name` reaches `want`: a relayed request's end reaches the control plane as a message from
+ * the worker, posted before the client sees the end; the scrape may be served before that message is read.
+ */
+export async function lbMetricIs (lb: Lb, name: string, want: number): Promise<void> {
+  let got = await lbMetric(lb, name)
+  for (let i = 0; i < 50 && got !== want; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    got = await lbMetric(lb, name)
+  }
+  assert.equal(got, want, name)
 }

@@ -7,45 +7,24 @@
 // and the restarted worker relays the next request.
 
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import { tokenHash } from '../../core/auth/token-digest.js'
-import { ROOT, startLb, waitFor } from '../helpers.js'
+import { crashRouter, startLb, waitFor } from '../helpers.js'
 import { startFakeOpenAi, within } from './fake-openai.js'
-import { gatewayConfig } from './helpers.js'
+import { gatewayConfig, lbMetric, lbMetricIs, openaiServers } from './helpers.js'
 
 const KEY = 'lb-relay-exit-0123456789abcdefghij'
-
-async function metric (url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text()
-  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)
-  return m === null ? -1 : Number(m[1])
-}
 
 test('relay = "worker": a worker that dies mid-stream ends its relayed requests at the control plane; the next one is served', async (t) => {
   const fake = await startFakeOpenAi(t, ['remote-model'])
   // one worker: the stream and the request that ends the worker land on the same thread
-  const lb = await startLb(gatewayConfig({}, `
-[[generation.servers]]
-name = "fake"
-kind = "openai"
-url = "${fake.url}/v1"
-refresh = "10m"
+  const lb = await startLb(gatewayConfig({}, `${openaiServers({ fake: fake.url })}
 [[generation.keys]]
 consumer = "one"
 hash = "${tokenHash(KEY)}"
 max_in_flight = 1
-[middlewares.crash]
-type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
-[routers.crash]
-rule = "Path(\`/crash\`)"
-priority = 1000
-entrypoints = ["web"]
-service = "gen"
-middlewares = ["crash"]
-`, 'relay = "worker"'), { workers: 1 })
+${crashRouter('gen')}`, 'relay = "worker"'), { workers: 1 })
   t.after(() => lb.stop())
-  const dashboard = `http://127.0.0.1:${await lb.portOf('dashboard')}`
   const ask = (): Promise<Response> => fetch(`${lb.url}/v1/chat/completions`, {
     method: 'POST', headers: { authorization: `Bearer ${KEY}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }], stream: true }),
   })
@@ -61,8 +40,7 @@ middlewares = ["crash"]
   await fetch(`${lb.url}/crash`).catch(() => undefined) // the worker exits; its connections with it
   await assert.rejects(async () => { for (let r = await reader.read(); !r.done; r = await reader.read()); }, 'the stream is cut, not ended')
   await within(closed, 10_000, 'close of the upstream request')
-  await waitFor(async () => await metric(dashboard, 'lb_gen_model_in_flight{gen_ai_request_model="remote-model:latest",server="fake"}') === 0,
-    'the server\'s in-flight count to go back to 0', 10_000, 50)
+  await lbMetricIs(lb, 'lb_gen_model_in_flight{gen_ai_request_model="remote-model:latest",server="fake"}', 0)
 
   // the restarted worker relays the next request: the key's slot was given back
   fake.mode = 'ok'
@@ -74,5 +52,5 @@ middlewares = ["crash"]
     return status !== 0
   }, 'the restarted worker to answer', 10_000, 50)
   assert.equal(status, 200)
-  assert.equal(await metric(dashboard, 'lb_gen_socket_requests_total'), 0, 'every request was relayed in the worker')
+  assert.equal(await lbMetric(lb, 'lb_gen_socket_requests_total'), 0, 'every request was relayed in the worker')
 })

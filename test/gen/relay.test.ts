@@ -17,21 +17,16 @@ import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
 import { EdgeLink } from '../../core/gen/edge/link.js'
 import type { EdgeToControl } from '../../core/gen/edge/messages.js'
-import { type Lb, startLb, waitFor } from '../helpers.js'
+import { startLb, waitFor } from '../helpers.js'
 import { assertFloodStalls, startFakeOpenAi, within } from './fake-openai.js'
-import { gatewayConfig, lines, STORIES, withinOneMinute } from './helpers.js'
+import { gatewayConfig, lbMetricIs, lines, openaiServers, STORIES, withinOneMinute } from './helpers.js'
 
 const KEY = 'lb-relay-key-0123456789abcdefghij'
 /** A key without limits: what the test does after it used up KEY's minute */
 const FREE = 'lb-relay-free-0123456789abcdefghi'
 const RPM = 10
 
-const config = (url: string, relay: string): string => gatewayConfig({ stories: STORIES }, `
-[[generation.servers]]
-name = "fake"
-kind = "openai"
-url = "${url}/v1"
-refresh = "10m"
+const config = (url: string, relay: string): string => gatewayConfig({ stories: STORIES }, `${openaiServers({ fake: url })}
 [[generation.keys]]
 consumer = "shared"
 hash = "${tokenHash(KEY)}"
@@ -40,26 +35,6 @@ rpm = ${RPM}
 consumer = "free"
 hash = "${tokenHash(FREE)}"
 `, `relay = "${relay}"`)
-
-async function metric (lb: Lb, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${await lb.portOf('dashboard')}/metrics`)).text()
-  const m = new RegExp(`^${name.replace(/[{}"]/g, (c) => `\\${c}`)} (\\d+)$`, 'm').exec(text)
-  if (m === null) throw new Error(`no ${name} in /metrics:\n${text.split('\n').filter((l) => l.startsWith(name.split('{')[0]!)).join('\n')}`)
-  return Number(m[1])
-}
-
-/**
- * Asserts that metric `name` reaches `want`: a request's end reaches the control plane as a message from the
- * worker, posted before the client sees the end; the scrape may be served before that message is read.
- */
-async function metricIs (lb: Lb, name: string, want: number): Promise<void> {
-  let got = await metric(lb, name)
-  for (let i = 0; i < 50 && got !== want; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    got = await metric(lb, name)
-  }
-  assert.equal(got, want, name)
-}
 
 /** A POST over its own connection (no keep-alive): each may land on either data-plane worker. */
 function postAlone (url: string, body: string): Promise<{ status: number, retryAfter: string, text: string }> {
@@ -97,14 +72,14 @@ for (const relay of ['worker', 'service'] as const) {
     assert.equal(ls.map((l) => l.message?.content ?? '').join(''), 'Hello there friend')
     assert.equal(ls.at(-1).done, true)
     assert.equal(fake.bodies.length, 4)
-    await metricIs(lb, 'lb_gen_socket_requests_total', relay === 'worker' ? 0 : 4)
-    await metricIs(lb, 'lb_gen_requests_total{endpoint="chat",outcome="ok"}', 4)
-    await metricIs(lb, 'lb_gen_consumer_requests_total{consumer="shared"}', 4)
+    await lbMetricIs(lb, 'lb_gen_socket_requests_total', relay === 'worker' ? 0 : 4)
+    await lbMetricIs(lb, 'lb_gen_requests_total{endpoint="chat",outcome="ok"}', 4)
+    await lbMetricIs(lb, 'lb_gen_consumer_requests_total{consumer="shared"}', 4)
     const series = 'gen_ai_request_model="remote-model:latest",server="fake"'
-    await metricIs(lb, `lb_gen_model_requests_total{${series},outcome="ok"}`, 4)
-    await metricIs(lb, `lb_gen_model_tokens_total{${series},gen_ai_token_type="output"}`, 12)
-    await metricIs(lb, `gen_ai_server_time_to_first_token_seconds_count{${series}}`, 4)
-    await metricIs(lb, `lb_gen_model_in_flight{${series}}`, 0)
+    await lbMetricIs(lb, `lb_gen_model_requests_total{${series},outcome="ok"}`, 4)
+    await lbMetricIs(lb, `lb_gen_model_tokens_total{${series},gen_ai_token_type="output"}`, 12)
+    await lbMetricIs(lb, `gen_ai_server_time_to_first_token_seconds_count{${series}}`, 4)
+    await lbMetricIs(lb, `lb_gen_model_in_flight{${series}}`, 0)
   })
 }
 
@@ -127,7 +102,7 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
     }
   })
   assert.equal(fake.bodies.length, RPM, 'the refused requests never reached the server')
-  await metricIs(lb, 'lb_gen_consumer_rejections_total{consumer="shared",reason="rpm"}', RPM)
+  await lbMetricIs(lb, 'lb_gen_consumer_rejections_total{consumer="shared",reason="rpm"}', RPM)
 
   // a client that disconnects mid-stream: the model server sees its request closed
   {
@@ -146,7 +121,7 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
     await within(closed, 10_000, 'close of the upstream request')
     fake.mode = 'ok'
   }
-  await metricIs(lb, 'lb_gen_socket_requests_total', 0)
+  await lbMetricIs(lb, 'lb_gen_socket_requests_total', 0)
 
   // a client that reads nothing more: the worker stops reading the server's reply instead of buffering it
   await assertFloodStalls(fake, (signal) => fetch(`${lb.url}/v1/chat/completions`, {
@@ -161,24 +136,13 @@ test('relay = "worker", two workers: rpm holds exactly across them; a disconnect
   assert.equal(body.done, true)
   assert.ok(body.eval_count >= 1)
   assert.equal(fake.bodies.length, before, 'the remote server was not asked')
-  await metricIs(lb, 'lb_gen_socket_requests_total', 1)
+  await lbMetricIs(lb, 'lb_gen_socket_requests_total', 1)
 })
 
 test('relay = "worker": a failure before the first piece goes to the next server (asked once each), then the servers are down (503)', async (t) => {
   const first = await startFakeOpenAi(t, ['remote-model'])
   const second = await startFakeOpenAi(t, ['remote-model'])
-  const lb = await startLb(gatewayConfig({}, `
-[[generation.servers]]
-name = "first"
-kind = "openai"
-url = "${first.url}/v1"
-refresh = "10m"
-[[generation.servers]]
-name = "second"
-kind = "openai"
-url = "${second.url}/v1"
-refresh = "10m"
-`, 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
+  const lb = await startLb(gatewayConfig({}, openaiServers({ first: first.url, second: second.url }), 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
   t.after(() => lb.stop())
   const client = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: 'none', maxRetries: 0 })
   const ask = (): Promise<OpenAI.ChatCompletion> => client.chat.completions.create({ model: 'remote-model', messages: [{ role: 'user', content: 'Hi' }] })
@@ -194,13 +158,7 @@ refresh = "10m"
 
 test('relay = "worker": a server dying mid-stream ends the stream in the caller\'s shape; request_timeout answers 504', async (t) => {
   const fake = await startFakeOpenAi(t, ['remote-model'])
-  const lb = await startLb(gatewayConfig({}, `
-[[generation.servers]]
-name = "fake"
-kind = "openai"
-url = "${fake.url}/v1"
-refresh = "10m"
-`, 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
+  const lb = await startLb(gatewayConfig({}, openaiServers({ fake: fake.url }), 'relay = "worker"\nrequest_timeout = "2s"'), { workers: 2 })
   t.after(() => lb.stop())
 
   // Ollama's API: the stream's last line is the error
@@ -222,9 +180,9 @@ refresh = "10m"
   assert.equal(r.status, 200, 'the stream had begun with the first piece')
   assert.match(body, /"code":"LB_ERR_GEN_TIMEOUT"/)
   await within(closed, 10_000, 'close of the upstream request')
-  await metricIs(lb, 'lb_gen_requests_total{endpoint="generate",outcome="timeout"}', 1)
-  await metricIs(lb, 'lb_gen_requests_total{endpoint="chat",outcome="error"}', 1)
-  await metricIs(lb, 'lb_gen_socket_requests_total', 0)
+  await lbMetricIs(lb, 'lb_gen_requests_total{endpoint="generate",outcome="timeout"}', 1)
+  await lbMetricIs(lb, 'lb_gen_requests_total{endpoint="chat",outcome="error"}', 1)
+  await lbMetricIs(lb, 'lb_gen_socket_requests_total', 0)
 })
 
 test('a worker\'s question the control plane does not answer within the wait is given up; a late answer naming a server is given back', async () => {
@@ -305,11 +263,11 @@ test('relay = "worker": hostile bodies for a remote model get the service\'s 400
   assert.equal(ollama.status, 400)
   assert.equal(typeof ollama.json.error, 'string')
   assert.equal(fake.bodies.length, 0, 'no hostile body reached the model server')
-  await metricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 1)
+  await lbMetricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 1)
   // 2 MiB of prompt: past the 1 MiB the worker parses, the service reads it and relays it itself
   const big = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${FREE}` }, body: JSON.stringify({ model: 'remote-model', messages: [{ role: 'user', content: 'x'.repeat(2 << 20) }] }) })
   assert.equal(big.status, 200)
   assert.equal((await big.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, 'Hello there friend')
   assert.equal(fake.bodies.length, 1)
-  await metricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 2)
+  await lbMetricIs(lb, 'lb_gen_socket_requests_total', hostile.length + 2)
 })

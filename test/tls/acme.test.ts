@@ -12,7 +12,7 @@ import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, CLI, type Lb, ROOT, freePort, request, startBackend, startLb, tempDir } from '../helpers.js'
+import { type Backend, CLI, type Lb, crashRouter, freePort, request, startBackend, startLb, tempDir } from '../helpers.js'
 import { type AdminLb, json, requireTool, restartLb, startAdminLb, waitLog } from '../admin/util.js'
 import { type Certs, fingerprint, makeCerts, sClient } from './certs.js'
 import { type Pebble, planPebble, stopDns } from './pebble.js'
@@ -109,15 +109,7 @@ service = "app"
 cert_resolver = "${certResolver}"
 domains = ["b.lb.test"]
 
-[middlewares.crash]
-type = "${join(ROOT, 'test', 'fixtures', 'plugins', 'exit-worker.js')}"
-[routers.crash]
-rule = "Path(\`/crash\`)"
-priority = 1000
-entrypoints = ["web"]
-middlewares = ["crash"]
-service = "app"
-
+${crashRouter('app')}
 [services.app]
 [[services.app.servers]]
 address = "${backend}"

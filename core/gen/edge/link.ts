@@ -62,6 +62,11 @@ export class EdgeLink {
       w.resolve(a)
       return
     }
-    if ('server' in a) this.tell({ kind: 'end', id, outcome: 'busy', refund: true, pieces: 0, first: 0n, end: process.hrtime.bigint(), result: null })
+    if ('server' in a) this.giveBack(id)
+  }
+
+  /** Request `id` never ran here: its admission (reservation, server slot) is given back, nothing counted. */
+  giveBack (id: number): void {
+    this.tell({ kind: 'end', id, outcome: 'busy', refund: true, pieces: 0, first: 0n, end: process.hrtime.bigint(), result: null })
   }
 }

@@ -88,7 +88,7 @@ export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, wr
     if (a === null || !('server' in a)) {
       life.stop()
       if (a === null) {
-        link.tell({ kind: 'end', id, outcome: 'busy', refund: true, pieces: 0, first: 0n, end: process.hrtime.bigint(), result: null })
+        link.giveBack(id)
         counted.fail(busy(ANSWER_WAIT_MS))
       } else {
         // counted there: no server or fallback could start it
