@@ -39,7 +39,15 @@ export async function tempDir (t: TestContext): Promise<string> {
 
 /** Starts the service with the fixtures as models "stories", "random" and "hostile"; `raw` overrides [generation] keys. */
 export async function startGen (t: TestContext, raw: Record<string, unknown> = {}): Promise<Gen> {
-  const dir = await tempDir(t)
+  // one hook, in this order: t.after hooks run in the order they were added, and a folder removed under a running
+  // service has its socket bound again by the service's own check (core/gen/http/socket.ts), in the folder rm is
+  // emptying (ENOTEMPTY, and a server left listening)
+  const dir = await mkdtemp(join(tmpdir(), 'lb-gen-'))
+  let svc: GenerationService | null = null
+  t.after(async () => {
+    await svc?.close()
+    await rm(dir, { recursive: true, force: true })
+  })
   const c = new Checker()
   const conf = checkGeneration(c, {
     socket: 'gen.sock',
@@ -50,9 +58,9 @@ export async function startGen (t: TestContext, raw: Record<string, unknown> = {
     ...raw,
   }, 'generation', dir)
   if (c.problems.length > 0) throw new Error(c.problems.join('\n'))
-  const svc = await startGeneration(conf, createLogger(process.env.LB_TEST_LOG === '1' ? 'debug' : 'error'))
-  t.after(() => svc.close())
-  return { svc, conf, base: svc.tcpAddress === null ? '' : `http://127.0.0.1:${svc.tcpAddress.port}`, dir }
+  const started = await startGeneration(conf, createLogger(process.env.LB_TEST_LOG === '1' ? 'debug' : 'error'))
+  svc = started
+  return { svc: started, conf, base: started.tcpAddress === null ? '' : `http://127.0.0.1:${started.tcpAddress.port}`, dir }
 }
 
 export interface Reply { status: number, type: string, text: string, json: any }
