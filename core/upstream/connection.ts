@@ -3,6 +3,7 @@
 // parsed and handed on before the next read can happen, so nothing in it
 // outlives the callback and reads allocate nothing.
 import net from 'node:net'
+import tls from 'node:tls'
 import type { ErrorCode } from '../errors.js'
 import { now } from '../clock.js'
 import type { Indexed } from '../indexed-set.js'
@@ -27,6 +28,8 @@ export interface Exchange extends ResponseSink {
  */
 export interface ConnectionOwner {
   readonly server: { readonly host: string, readonly port: number, readonly path: string }
+  /** TLS to the server (its name checked against `server.host`): a model server's https:// URL (core/gen/remote/http-call.ts) */
+  readonly secure: boolean
   /** ms the server may stay silent while answering */
   readonly serverTimeoutMs: number
   /** the connection closed: drop it from the pool */
@@ -50,6 +53,8 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
   deadline = 0
   /** why the parser refused the current response (LB_ERR_UPSTREAM_PROTOCOL; its value at fault: parser.detail), '' when it did not */
   protocolError = ''
+  /** the socket's error, in node's words ("connect ECONNREFUSED ...", a TLS certificate's fault), '' when none */
+  socketError = ''
   /** reading stopped because the client cannot take more (see resume) */
   #paused = false
   /** a whole request waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
@@ -57,17 +62,27 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
 
   constructor (pool: ConnectionOwner) {
     this.pool = pool
-    const onread = { buffer: READ_BUFFER, callback: (n: number, buf: Uint8Array): boolean => this.#onRead(n, buf as Buffer) }
-    const opts = pool.server.path !== ''
-      ? { path: pool.server.path, onread }
-      : { host: pool.server.host, port: pool.server.port, onread, noDelay: true }
-    this.socket = net.connect(opts as net.NetConnectOpts)
-    this.socket.on('connect', () => {
+    const { host, port, path } = pool.server
+    if (pool.secure) {
+      // node:tls has no `onread`: its reads are Buffers of their own, handed on as the shared buffer's views are
+      const s = tls.connect({ host, port, servername: net.isIP(host) === 0 ? host : undefined, ALPNProtocols: ['http/1.1'] })
+      s.setNoDelay(true)
+      s.on('data', (d: Buffer) => { if (!this.#onRead(d.length, d)) s.pause() })
+      this.socket = s
+    } else {
+      const onread = { buffer: READ_BUFFER, callback: (n: number, buf: Uint8Array): boolean => this.#onRead(n, buf as Buffer) }
+      const opts = path !== '' ? { path, onread } : { host, port, onread, noDelay: true }
+      this.socket = net.connect(opts as net.NetConnectOpts)
+    }
+    this.socket.on(pool.secure ? 'secureConnect' : 'connect', () => {
       this.connected = true
       const ex = this.exchange
       if (ex !== null) ex.onConnected(this)
     })
-    this.socket.on('error', () => { this.#fail() })
+    this.socket.on('error', (e) => {
+      this.socketError = e.message
+      this.#fail()
+    })
     this.socket.on('close', () => { this.#fail() })
   }
 

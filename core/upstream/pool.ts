@@ -19,6 +19,8 @@ export interface PoolOptions {
   readonly connectTimeoutMs: number
   readonly serverTimeoutMs: number
   readonly keepAliveMs: number
+  /** TLS to the server (ConnectionOwner.secure); false when not given */
+  readonly secure?: boolean
 }
 
 const SWEEP_MS = 250
@@ -32,6 +34,7 @@ export class ServerPool implements ConnectionOwner {
   readonly connectTimeoutMs: number
   readonly serverTimeoutMs: number
   readonly keepAliveMs: number
+  readonly secure: boolean
   readonly #idle: UpstreamConnection[] = []
   /** connections bound to an exchange */
   readonly #busy = new IndexedSet<UpstreamConnection>()
@@ -43,6 +46,7 @@ export class ServerPool implements ConnectionOwner {
     this.connectTimeoutMs = opts.connectTimeoutMs
     this.serverTimeoutMs = opts.serverTimeoutMs
     this.keepAliveMs = opts.keepAliveMs
+    this.secure = opts.secure ?? false
     pools.add(this)
     if (sweeper === null) {
       sweeper = setInterval(sweepAll, SWEEP_MS)

@@ -119,6 +119,7 @@ test('[[generation.servers]], aliases, fallbacks: checked, each problem naming i
       { name: 'gpu1', kind: 'tgi', url: 'http://a:1' },
       { name: 'gpu1', kind: 'ollama', url: 'ftp://a' },
       { kind: 'openai', url: 'not a url', api_key: envRef('LB_TEST_UNSET_KEY'), port: 3 },
+      { name: 'crlf', kind: 'openai', url: 'http://a:1', api_key: 'sk-1\r\nx-injected: 1' },
     ],
     aliases: { 'a b': 'x', ok: 3 },
     fallbacks: { x: [] },
@@ -134,6 +135,7 @@ test('[[generation.servers]], aliases, fallbacks: checked, each problem naming i
     'generation.servers[2].name: expected a string (required), found nothing',
     'generation.servers[2].port: unknown key (allowed: name, kind, url, api_key, refresh)',
     'generation.servers[2].url: expected an http:// or https:// URL with a host, like "http://10.0.0.5:11434", found "not a url"',
+    'generation.servers[3].api_key: expected visible ASCII characters (it is sent as a bearer token), found a space, a control or a non-ASCII character',
   ])
 })
 

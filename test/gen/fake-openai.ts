@@ -7,13 +7,15 @@
 
 import { EventEmitter } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createTlsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import type { TestContext } from 'node:test'
 import { waitFor } from '../helpers.js'
 
-export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood' | 'done-hold'
+export type Mode = 'ok' | 'no-usage' | 'fail500' | 'fail400' | 'die' | 'error-event' | 'hang' | 'flood' | 'done-hold' | 'drop-kept'
 
 export interface FakeOpenAi {
   url: string
@@ -33,7 +35,15 @@ export interface FakeOpenAi {
   events: EventEmitter
   /** Bytes a 'flood' reply has written so far. */
   sent: number
+  /** The connections generation requests came on (each once), and the requests 'drop-kept' dropped. */
+  connections: Set<unknown>
+  dropped: number
+  /** Stops the server: its connections close and new ones are refused. */
+  close (): Promise<void>
 }
+
+/** An https server's certificate and key (PEM files): test/tls/certs.ts makes them. */
+export interface FakeTls { cert: string, key: string }
 
 /** What a 'flood' reply writes at most, bytes: far more than the socket buffers between it and a client that stopped reading. */
 export const FLOOD_LIMIT = 128 << 20
@@ -77,9 +87,23 @@ const chunk = (model: string, chat: boolean, text: string | null, finish: string
 }
 
 /** Starts the server on a free loopback port, listing `models`; stopped in t.after. */
-export async function startFakeOpenAi (t: TestContext, models: string[]): Promise<FakeOpenAi> {
-  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter(), sent: 0 }
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+/**
+ * `tls`: an https server (its URL names localhost). Mode 'drop-kept' closes a kept-alive connection when a request
+ * comes on it, without an answer, as a server does that closed it while idle just as lb sent on it.
+ */
+export async function startFakeOpenAi (t: TestContext, models: string[], tls: FakeTls | null = null): Promise<FakeOpenAi> {
+  const fake: FakeOpenAi = { url: '', bodies: [], auth: [], mode: 'ok', words: ['Hello', ' there', ' friend'], events: new EventEmitter(), sent: 0, connections: new Set(), dropped: 0, close: async () => {} }
+  /** requests each connection carried */
+  const carried = new WeakMap<object, number>()
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const n = (carried.get(req.socket) ?? 0) + 1
+    carried.set(req.socket, n)
+    if (fake.mode === 'drop-kept' && n > 1 && req.method === 'POST') {
+      fake.dropped++
+      req.socket.destroy()
+      return
+    }
+    if (req.method === 'POST') fake.connections.add(req.socket)
     const chunks: Buffer[] = []
     fake.auth.push(req.headers.authorization ?? '')
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -156,9 +180,12 @@ export async function startFakeOpenAi (t: TestContext, models: string[]): Promis
       }
       res.end(out + 'data: [DONE]\n\n')
     })
-  })
+  }
+  const server = tls === null ? createServer(handler) : createTlsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) }, handler)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  fake.close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) })
+  t.after(() => fake.close())
+  const port = (server.address() as AddressInfo).port
+  fake.url = tls === null ? `http://127.0.0.1:${port}` : `https://localhost:${port}`
   return fake
 }

@@ -56,12 +56,15 @@ function checkServers (c: Checker, raw: unknown, path: string): RemoteServerConf
     const rawUrl = c.string(t, 'url', at)
     const url = rawUrl === '' ? null : baseUrl(rawUrl, kind)
     if (rawUrl !== '' && url === null) c.problem(join(at, 'url'), 'an http:// or https:// URL with a host, like "http://10.0.0.5:11434"', t.url)
-    const key = c.string(t, 'api_key', at, '')
+    const raw = c.string(t, 'api_key', at, '')
+    const key = raw === '' ? '' : expandKey(c, join(at, 'api_key'), raw)
+    // it goes into a request head as it is: a line break would start a header of its own (the value is never shown)
+    if (/[^\x21-\x7e]/.test(key)) c.problems.push(`${join(at, 'api_key')}: expected visible ASCII characters (it is sent as a bearer token), found a space, a control or a non-ASCII character`)
     out.push({
       name,
       kind,
       url: url ?? '',
-      apiKey: key === '' ? '' : expandKey(c, join(at, 'api_key'), key),
+      apiKey: key,
       refreshMs: c.duration(t, 'refresh', at, 10_000, 100),
     })
   }

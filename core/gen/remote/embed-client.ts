@@ -4,12 +4,9 @@
 // The vectors come back as the server made them; dispatch/embedding.ts cuts
 // and scales them as the request asked, as it does the local runner's.
 
-import { request } from 'undici'
 import type { ApiError, EmbedRequest } from '../dispatch/request.js'
-import { formatError } from '../../errors.js'
-import type { CallEnd } from './client.js'
-import { ollamaErrorMessage } from './ollama-wire.js'
-import { openaiErrorOf } from './openai-wire.js'
+import { type CallEnd, refusal, upstreamError } from './client.js'
+import { postForText } from './http-call.js'
 import type { RemoteServer } from './server.js'
 
 /** Bytes of an embeddings reply read at most: 2,048 inputs of 4,096 dimensions as JSON text fit. */
@@ -34,32 +31,15 @@ export async function embedCall (server: RemoteServer, served: string, r: EmbedR
     : legacy ? { model: served, prompt: r.inputs[0] ?? '' } : { model: served, input: r.inputs, truncate: r.truncate }
   if (!openai && r.numCtx !== null) body.options = { num_ctx: r.numCtx }
   if (!openai && r.keepAliveMs !== null) body.keep_alive = r.keepAliveMs < 0 ? -1 : `${r.keepAliveMs}ms`
-  const upstream = (reason: string): ApiError => ({ status: 502, message: formatError('LB_ERR_GEN_UPSTREAM', { server: name, reason }), code: 'LB_ERR_GEN_UPSTREAM' })
-  let text: string
-  let status: number
-  try {
-    const res = await request(server.conf.url + path, { method: 'POST', headers: server.headers(), body: JSON.stringify(body), signal, headersTimeout: 0, bodyTimeout: 0 })
-    status = res.statusCode
-    const chunks: Buffer[] = []
-    let size = 0
-    for await (const c of res.body as AsyncIterable<Buffer>) {
-      size += c.length
-      if (size > MAX_REPLY) throw new Error(`a reply larger than ${MAX_REPLY} bytes`)
-      chunks.push(c)
-    }
-    text = Buffer.concat(chunks).toString('utf8')
-  } catch (e) {
-    if (signal.aborted) return failed({ status: 499, message: 'client gone' }, false, false)
-    return failed(upstream((e as Error).message), true, true)
-  }
-  if (status !== 200) {
-    const detail = openai ? openaiErrorOf(text) : { message: ollamaErrorMessage(text) }
-    if (status === 404) return failed({ status: 404, message: detail.message, param: 'model', code: 'model_not_found' }, true, false, true)
-    if (status === 408 || status === 429 || status >= 500) return failed(upstream(`HTTP ${status}: ${detail.message}`), true, status >= 500 && status !== 503)
-    return failed({ status, message: detail.message, param: 'param' in detail ? detail.param : null, code: 'code' in detail ? detail.code : null }, false, false)
+  const upstream = (reason: string): ApiError => upstreamError(name, reason)
+  const reply = await postForText(server.conf.url, path, server.headers(), JSON.stringify(body), signal, MAX_REPLY)
+  if ('failed' in reply) return reply.failed === null ? failed({ status: 499, message: 'client gone' }, false, false) : failed(upstream(reply.failed), true, true)
+  if (reply.status !== 200) {
+    const x = refusal(name, openai, reply.status, reply.text)
+    return failed(x.error, x.retry, x.down, x.missing)
   }
   let o: Record<string, unknown>
-  try { o = JSON.parse(text) as Record<string, unknown> } catch { return failed(upstream('a reply that is not JSON'), true, true) }
+  try { o = JSON.parse(reply.text) as Record<string, unknown> } catch { return failed(upstream('a reply that is not JSON'), true, true) }
   let vectors: unknown[] = []
   let promptTokens = 0
   if (openai) {

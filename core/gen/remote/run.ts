@@ -3,7 +3,7 @@
 // first, until one starts the reply. A failure before the first piece reached
 // the client moves on (and marks a failing server down); after it, the reply
 // ends with the error in the caller's shape. The client going away aborts the
-// upstream request (undici closes its connection, which the server sees at
+// upstream request (its connection is closed, which the server sees at
 // once); request_timeout aborts it and answers 504, as for a local job.
 
 import { once } from 'node:events'
