@@ -6,14 +6,17 @@
 // alternating rounds of the same run. Per concurrency: tokens per second through
 // lb ÷ straight (goal ≥ 0.97), the time to first token lb adds (median and p99
 // of through − median straight; goal < 1 ms and < 5 ms) and lb's CPU per 1,000
-// relayed tokens (its process: workers, control plane and generation service).
+// relayed tokens (its process: workers, control plane and generation service), and how busy the machine was
+// (all its CPUs, /proc/stat) through lb and straight: at 100% the ratio is the machine's bound, not lb's.
 //
 //   npm run build && node dist/bench/gen/relay.js [--rounds 3] [--conc 1,64,1000] [--tokens 200] [--mode fast|paced|both] [--ttft 200]
-//     [--relay worker|service|both]
+//     [--relay worker|service|both] [--against DIR]
 //
 // --relay: [generation] relay of the lb measured (default "worker": the data-plane worker relays the reply
 // itself; "service": through the generation service's socket and main thread); "both" runs one lb of each
 // against the same server, measured in the same rounds (the order rotates round by round).
+// --against DIR: each lb measured is also run from another checkout's build (DIR, built: `npx tsc -p .` there),
+// in the same rounds: the A/B of a change to the gateway, labelled "RELAY @ DIR".
 //
 // --ttft N: before the throughput rounds, N one-token streams one at a time,
 // alternating straight, through lb's generation gateway and through lb's plain
@@ -42,6 +45,13 @@ const TTFT_N = Number(opt('--ttft', '0'))
 const RELAY = opt('--relay', 'worker')
 if (!['worker', 'service', 'both'].includes(RELAY)) throw new Error(`--relay: "worker", "service" or "both", not ${JSON.stringify(RELAY)}`)
 const RELAYS = RELAY === 'both' ? ['worker', 'service'] : [RELAY]
+const AGAINST = opt('--against', '')
+/** The lbs measured, by label: each relay from this build and, with --against, from another checkout's (an A/B in one run). */
+const LBS = RELAYS.flatMap((relay) => [
+  { label: relay, relay, root: ROOT },
+  ...(AGAINST === '' ? [] : [{ label: `${relay} @ ${AGAINST}`, relay, root: resolve(AGAINST) }]),
+])
+const LABELS = LBS.map((l) => l.label)
 
 const ticks = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -63,7 +73,15 @@ function waitLine (proc: ChildProcess, re: RegExp, what: string): Promise<RegExp
   })
 }
 
-interface Run { tokens: number, ms: number, ttft: number[] }
+/** The machine's CPU time so far, busy and all, in ticks (/proc/stat's first line). */
+function machine (): { busy: number, all: number } {
+  const f = readFileSync('/proc/stat', 'utf8')
+  const v = f.slice(0, f.indexOf('\n')).split(/\s+/).slice(1).map(Number)
+  const all = v.reduce((a, b) => a + b, 0)
+  return { busy: all - v[3]! - v[4]!, all } // idle and iowait are not busy
+}
+
+interface Run { tokens: number, ms: number, ttft: number[], busy: number }
 
 /** requests answered other than 200 over the whole run (printed at the end: a ratio over failures means nothing) */
 let failed = 0
@@ -72,6 +90,7 @@ let failed = 0
 async function load (base: string, conc: number, agent: Agent): Promise<Run> {
   const ttft: number[] = []
   let tokens = 0
+  const m0 = machine()
   const t0 = performance.now()
   await Promise.all(Array.from({ length: conc }, async () => {
     const s = performance.now()
@@ -97,7 +116,8 @@ async function load (base: string, conc: number, agent: Agent): Promise<Run> {
     }
     if (res.statusCode !== 200) failed++
   }))
-  return { tokens, ms: performance.now() - t0, ttft }
+  const m1 = machine()
+  return { tokens, ms: performance.now() - t0, ttft, busy: (m1.busy - m0.busy) / (m1.all - m0.all) }
 }
 
 /** One stream of one token from `url` (a base with the API path): ms to its first content piece. */
@@ -135,6 +155,8 @@ async function ttftPhase (mode: string, direct: string, throughs: Record<string,
 }
 const ttftRows: string[] = []
 
+/** a share as a percentage; '–' for a run too short for /proc/stat's ticks (10 ms) */
+const pct = (x: number): string => Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : '–'
 const median = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[v.length >> 1]! }
 const p99 = (xs: number[]): number => { const v = [...xs].sort((a, b) => a - b); return v.length === 0 ? NaN : v[Math.min(v.length - 1, Math.floor(v.length * 0.99))]! }
 
@@ -182,26 +204,27 @@ async function main (): Promise<void> {
       procs.push(server)
       const port = Number((await waitLine(server, /listening (\d+)/, 'the fake model server'))[1])
       const direct = `http://127.0.0.1:${port}`
-      /** relay -> lb's base URL and pid */
+      /** label -> lb's base URL and pid */
       const lbs: Record<string, { base: string, pid: number }> = {}
-      for (const relay of RELAYS) {
-        const conf = join(dir, `lb-${mode}-${relay}.toml`)
-        writeFileSync(conf, config(join(dir, `gen-${mode}-${relay}.sock`), port, relay))
-        const lb = spawn(process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+      for (const [i, { label, relay, root }] of LBS.entries()) {
+        const conf = join(dir, `lb-${mode}-${i}.toml`)
+        writeFileSync(conf, config(join(dir, `gen-${mode}-${i}.sock`), port, relay))
+        const lb = spawn(process.execPath, [join(root, 'dist', 'core', 'cli.js'), 'run', '-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
         procs.push(lb)
         const lbPort = Number((await waitLine(lb, /"msg":"listening","entrypoint":"web","address":"127\.0\.0\.1:(\d+)"/, 'lb'))[1])
-        lbs[relay] = { base: `http://127.0.0.1:${lbPort}`, pid: lb.pid! }
+        lbs[label] = { base: `http://127.0.0.1:${lbPort}`, pid: lb.pid! }
       }
       await new Promise((r) => setTimeout(r, 1500)) // the server's model list read once
       const agent = new Agent({ connections: 2000, pipelining: 0 })
       for (const { base } of Object.values(lbs)) await load(base, 8, agent) // warm-up
       await load(direct, 8, agent)
       if (TTFT_N > 0) await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), agent)
-      const ways = ['direct', ...RELAYS]
+      const ways = ['direct', ...LABELS]
       for (const conc of CONC) {
-        const ratios: Record<string, number[]> = Object.fromEntries(RELAYS.map((x) => [x, []]))
+        const ratios: Record<string, number[]> = Object.fromEntries(LABELS.map((x) => [x, []]))
         const ttfts: Record<string, number[]> = Object.fromEntries(ways.map((x) => [x, []]))
-        const cpu: Record<string, number[]> = Object.fromEntries(RELAYS.map((x) => [x, []]))
+        const cpu: Record<string, number[]> = Object.fromEntries(LABELS.map((x) => [x, []]))
+        const busy: Record<string, number[]> = Object.fromEntries(ways.map((x) => [x, []]))
         for (let r = 0; r < ROUNDS; r++) {
           // the order rotates: each way goes first, in the middle and last in turn
           const order = ways.map((_, i) => ways[(i + r) % ways.length]!)
@@ -212,17 +235,19 @@ async function main (): Promise<void> {
             res[which] = await load(lb === undefined ? direct : lb.base, conc, agent)
             if (lb !== undefined) cpu[which]!.push(((ticks(lb.pid) - c0) * 10) / (res[which].tokens / 1000)) // ms of CPU per 1,000 tokens
             ttfts[which]!.push(...res[which].ttft)
+            busy[which]!.push(res[which].busy)
           }
-          for (const relay of RELAYS) {
+          for (const relay of LABELS) {
             ratios[relay]!.push((res[relay]!.tokens / res[relay]!.ms) / (res.direct!.tokens / res.direct!.ms))
             process.stderr.write(`${mode} c${conc} round ${r + 1} relay ${relay}: through/direct ${ratios[relay]!.at(-1)!.toFixed(3)}, tokens ${res[relay]!.tokens}/${res.direct!.tokens}\n`)
           }
         }
         const base = median(ttfts.direct!)
-        for (const relay of RELAYS) {
+        for (const relay of LABELS) {
           const rs = ratios[relay]!
           process.stdout.write(`| ${mode} | ${relay} | ${conc} | ${median(rs).toFixed(3)} (${Math.min(...rs).toFixed(3)}-${Math.max(...rs).toFixed(3)}) | ` +
-            `${(median(ttfts[relay]!) - base).toFixed(2)} | ${(p99(ttfts[relay]!) - base).toFixed(2)} | ${median(cpu[relay]!).toFixed(1)} |\n`)
+            `${(median(ttfts[relay]!) - base).toFixed(2)} | ${(p99(ttfts[relay]!) - base).toFixed(2)} | ${median(cpu[relay]!).toFixed(1)} | ` +
+            `${pct(median(busy[relay]!))} (straight ${pct(median(busy.direct!))}) |\n`)
         }
       }
       await agent.close()
@@ -239,5 +264,5 @@ process.on('exit', () => {
   if (ttftRows.length > 0) process.stdout.write(`\n| server | through | one-token streams | straight TTFT, median ms | added, median ms | added, p99 ms |\n|---|---|---:|---:|---:|---:|\n${ttftRows.join('\n')}\n`)
   if (failed > 0) process.stdout.write(`${failed} requests were not answered 200\n`)
 })
-process.stdout.write('| server | relay | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens |\n|---|---|---:|---:|---:|---:|---:|\n')
+process.stdout.write('| server | relay | streams | tokens/s through lb ÷ straight, median (min-max) | TTFT added, median ms | TTFT added, p99 ms | lb CPU ms per 1,000 tokens | machine busy |\n|---|---|---:|---:|---:|---:|---:|---:|\n')
 await main()
