@@ -2,9 +2,11 @@
 // (core/upstream: keep-alive pools per server, the response parser that hands
 // on views of one read buffer) instead of undici's request(): no Readable, no
 // promise per chunk, and half undici's CPU per request (bench/RESULTS.md,
-// "Upstream client"). Used wherever a text request goes to a model server:
-// the control plane's service and the data-plane workers' relay (client.ts).
-// Each thread keeps its own pools, one per server URL (http:// or https://).
+// "Upstream client"). Used for every text and embedding request to a model
+// server, from the control plane's service and the data-plane workers' relay
+// (client.ts, embed-client.ts); the listings' GETs stay on undici
+// (server.ts). Each thread keeps its own pools, one per server URL (http://
+// or https://).
 //
 // Time-outs: a model may take minutes to its first token, so the server's
 // silence is not bounded here (request_timeout bounds the request: run.ts);
