@@ -31,15 +31,14 @@ export async function embedCall (server: RemoteServer, served: string, r: EmbedR
     : legacy ? { model: served, prompt: r.inputs[0] ?? '' } : { model: served, input: r.inputs, truncate: r.truncate }
   if (!openai && r.numCtx !== null) body.options = { num_ctx: r.numCtx }
   if (!openai && r.keepAliveMs !== null) body.keep_alive = r.keepAliveMs < 0 ? -1 : `${r.keepAliveMs}ms`
-  const upstream = (reason: string): ApiError => upstreamError(name, reason)
   const reply = await postForText(server.conf.url, path, server.headers(), JSON.stringify(body), signal, MAX_REPLY)
-  if ('failed' in reply) return reply.failed === null ? failed({ status: 499, message: 'client gone' }, false, false) : failed(upstream(reply.failed), true, true)
+  if ('failed' in reply) return reply.failed === null ? failed({ status: 499, message: 'client gone' }, false, false) : failed(upstreamError(name, reply.failed), true, true)
   if (reply.status !== 200) {
     const x = refusal(name, openai, reply.status, reply.text)
     return failed(x.error, x.retry, x.down, x.missing)
   }
   let o: Record<string, unknown>
-  try { o = JSON.parse(reply.text) as Record<string, unknown> } catch { return failed(upstream('a reply that is not JSON'), true, true) }
+  try { o = JSON.parse(reply.text) as Record<string, unknown> } catch { return failed(upstreamError(name, 'a reply that is not JSON'), true, true) }
   let vectors: unknown[] = []
   let promptTokens = 0
   if (openai) {
@@ -52,7 +51,7 @@ export async function embedCall (server: RemoteServer, served: string, r: EmbedR
     promptTokens = typeof o.prompt_eval_count === 'number' ? o.prompt_eval_count : 0
   }
   if (vectors.length !== r.inputs.length || !vectors.every(isVector)) {
-    return failed(upstream(`a reply without one vector per input (${r.inputs.length})`), true, true)
+    return failed(upstreamError(name, `a reply without one vector per input (${r.inputs.length})`), true, true)
   }
   got({ vectors: vectors as number[][], promptTokens })
   return { ok: true }

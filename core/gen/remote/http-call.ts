@@ -166,8 +166,9 @@ export interface CallHandle {
 }
 
 /**
- * POSTs `body` to `url` + `path` with `headers` (its content-type among them: they are written as they are), the reply handed to `reply` as it arrives. An aborted
- * `signal` cancels the call (the server sees its connection close at once) and nothing more is told.
+ * POSTs `body` to `url` + `path` with `headers` (its content-type among them: they are written as they are), the
+ * reply handed to `reply` as it arrives. An aborted `signal` cancels the call (the server sees its connection close
+ * at once) and nothing more is told.
  */
 export function post (url: string, path: string, headers: Readonly<Record<string, string>>, body: string, signal: AbortSignal, reply: CallReply): CallHandle {
   const t = targetOf(url)
