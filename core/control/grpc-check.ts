@@ -12,6 +12,7 @@ import { H2OnceError, type H2Tls, h2Once } from '../upstream/h2-pool.js'
 export const HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
 /** HealthCheckResponse.ServingStatus SERVING (UNKNOWN 0, NOT_SERVING 2, SERVICE_UNKNOWN 3 fail the check) */
 const SERVING = 1
+const DEADLINE_EXCEEDED = '4' // grpc-status, as it comes in the trailer
 
 export interface GrpcCheckResult {
   readonly status: typeof CHECK_STATUS[number]
@@ -88,6 +89,9 @@ export async function grpcCheck (srv: ServerConf, hc: HealthCheckConf, tls: H2Tl
     // a Trailers-Only answer (an error, usually) carries grpc-status in its headers
     const gs = r.trailers['grpc-status'] ?? r.headers['grpc-status']
     if (gs === undefined || !/^\d{1,2}$/.test(gs)) return { status: 'L7RSP', code: 0, err: null }
+    // DEADLINE_EXCEEDED: the server gave up at the grpc-timeout lb sent, a race
+    // with lb's own timer for the same moment; either way the check timed out
+    if (gs === DEADLINE_EXCEEDED) return { status: 'L7TOUT', code: 0, err: null }
     if (gs !== '0') return { status: 'L7STS', code: -Number(gs), err: null }
     const s = servingStatus(r.body)
     if (s < 0) return { status: 'L7RSP', code: 0, err: null }

@@ -1,8 +1,10 @@
 // health_check.type = "grpc": lb calls grpc.health.v1.Health/Check on each
 // server. Two @grpc/grpc-js servers implement Check by hand (the protobuf bytes
 // are written here, not generated); one is turned NOT_SERVING, then made to
-// answer an error status, then to answer nothing, and each time lb marks it
-// DOWN after `fall` checks (calls all go to the other) and UP after `rise`.
+// answer an error status, then to answer nothing, then to answer
+// DEADLINE_EXCEEDED (what grpc-js itself answers when lb's grpc-timeout runs out
+// before lb's own timer fires), and each time lb marks it DOWN after `fall`
+// checks (calls all go to the other) and UP after `rise`.
 import { strict as assert } from 'node:assert'
 import { after, before, describe, test } from 'node:test'
 import grpc from '@grpc/grpc-js'
@@ -18,7 +20,7 @@ function serviceOf (msg: Buffer): string {
   return msg.subarray(2, 2 + msg[1]!).toString()
 }
 
-type Mode = 'serving' | 'not-serving' | 'error' | 'silent'
+type Mode = 'serving' | 'not-serving' | 'error' | 'silent' | 'deadline'
 interface Backend { server: grpc.Server, port: number, mode: Mode, asked: string[] }
 
 async function backend (name: string): Promise<Backend> {
@@ -30,6 +32,7 @@ async function backend (name: string): Promise<Backend> {
       if (b.mode === 'serving') cb(null, SERVING)
       else if (b.mode === 'not-serving') cb(null, NOT_SERVING)
       else if (b.mode === 'error') cb({ code: grpc.status.UNAVAILABLE, details: 'warming up' })
+      else if (b.mode === 'deadline') cb({ code: grpc.status.DEADLINE_EXCEEDED, details: 'Deadline exceeded' })
       // silent: no answer; lb's check times out
     },
     Who: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from(name)),
@@ -107,6 +110,7 @@ describe('gRPC health checks', () => {
     ['not-serving', /Health\/Check\(\\"t.T\\"\) → NOT_SERVING \(expected SERVING\), 2 of 2 checks failed/, 1],
     ['error', /Health\/Check\(\\"t.T\\"\) → grpc-status 14 \(expected SERVING\)/, 2],
     ['silent', /Health\/Check\(\\"t.T\\"\): no answer within 300ms/, 3],
+    ['deadline', /Health\/Check\(\\"t.T\\"\): no answer within 300ms/, 4],
   ] as const) {
     test(`a server whose check is ${mode} goes DOWN after fall checks and takes no calls; SERVING again, it comes back after rise`, async () => {
       a.mode = mode
