@@ -10,6 +10,7 @@ import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON, createShm } from './shm/layout.js'
+import { ModelSlots } from './shm/model-inflight.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/config-api/state.js'
 import { loadStartConfig } from './admin/config-api/state-start.js'
@@ -71,6 +72,8 @@ export async function run (configPath: string): Promise<Running> {
   const limits = config.limits
   const caps = chooseCapacities(limits, config)
   const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON, limits.sessionRevocations)
+  // remote model servers' requests in flight, per model: counted by the workers that admit them too (core/gen/edge/)
+  const modelSlots = new ModelSlots(shm.i32)
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
   // revoked sessions this node kept before a restart, in the table before any worker reads it
@@ -95,7 +98,7 @@ export async function run (configPath: string): Promise<Running> {
         nodes: () => cluster.status().nodes.length,
         run: (script, keys, args) => cluster.health.track(() => runScript(cluster.redis, script, keys, args)),
       }
-  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster) : null
+  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster, modelSlots) : null
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
@@ -131,7 +134,7 @@ export async function run (configPath: string): Promise<Running> {
       if (gen === null && wantGen(next)) {
         // the first generate service: start the endpoint (with the running [generation] settings) before routing to it
         try {
-          gen = await startGeneration(next.generation, log, genCluster)
+          gen = await startGeneration(next.generation, log, genCluster, modelSlots)
           const started = gen
           relayTo(started)
           management?.attachGen(() => started.stats())

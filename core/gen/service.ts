@@ -19,6 +19,7 @@ import { createHandler } from './http/routes.js'
 import { Scheduler } from './local/scheduler.js'
 import { RemoteBroker } from './remote/broker.js'
 import { RemoteRegistry } from './remote/registry.js'
+import type { ModelSlots } from '../shm/model-inflight.js'
 import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
 import { Supervisor } from './local/supervisor.js'
@@ -52,8 +53,10 @@ function listenTcp (server: Server, host: string, port: number): Promise<void> {
 /**
  * Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled.
  * `cluster`: in cluster mode, the keys' budgets are leased from the other nodes (budget/lease.ts).
+ * `slots`: the shared memory's in-flight counts per model server and model, which the workers' own admissions
+ * count in too (null: counted here, and the workers ask for every request).
  */
-export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null): Promise<GenerationService> {
+export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null, slots: ModelSlots | null = null): Promise<GenerationService> {
   const glog = log.child({ component: 'generation' })
   const builtin = conf.builtinModel ? await ensureTinyModel(join(dirname(conf.socket), 'lb-tiny.gguf')) : null
   const catalog = new ModelCatalog(conf, builtin, glog)
@@ -74,10 +77,12 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     }
   )
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
-  const remote = new RemoteRegistry(conf, glog)
+  const remote = new RemoteRegistry(conf, glog, slots)
+  remote.localModels = () => catalog.known()
   const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys), usage: new ModelUsage() }
   const leases = cluster === null ? null : env.budget.leases(cluster, glog)
   const onSocket = createHandler(env, true)
+  const broker = new RemoteBroker(env)
   let socketRequests = 0
   const unix = new OwnedSocket(conf.socket, (req, res) => { socketRequests++; onSocket(req, res) }, glog)
   const servers: Server[] = []
@@ -89,6 +94,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     inFlight: scheduler.inFlight,
     runnerRestarts: supervisor.restarts,
     socketRequests,
+    relayAdmissions: broker.admissions,
     consumers: env.budget.usage.byLabel,
     models: env.usage.series,
     view: () => genView(env),
@@ -126,7 +132,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     supervisor.start()
     remote.start()
     // the local models' names for the views (requests scan again when they miss)
-    void catalog.list().catch(() => undefined)
+    void catalog.list().then(() => remote.changed(), () => undefined)
     leases?.start()
   } catch (e) {
     await close()
@@ -140,6 +146,6 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
     ready,
     close: () => (closed ??= close()),
     stats,
-    broker: new RemoteBroker(env),
+    broker,
   }
 }

@@ -28,6 +28,8 @@ export interface GenStats {
    * "worker" a remote model's requests are relayed in the worker and never counted here (core/gen/edge/).
    */
   socketRequests: number
+  /** Relayed requests admitted since start, by where: asked of the control plane, or by the worker itself (no limits). */
+  relayAdmissions: { readonly control_plane: number, readonly worker: number }
   /** Per consumer label (the keys' consumers and "other"): admitted requests, token usage, refusals. */
   consumers: ReadonlyMap<string, ConsumerUsage>
   /** Per (server, model) that served a request: requests, tokens, in flight, TTFT and TPOT (dispatch/model-usage.ts). */

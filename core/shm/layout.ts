@@ -4,18 +4,16 @@
 //
 //  ┌──────────────────────────────── Int32 words (i32) ────────────────────────────────────┐┌── Float64 words (f64) ──┐
 //  │ HEADER │ SERVERS × SRV │ SERVICES × SVC │ RATE_SETS × RATE_SET │ RATE_ENTRIES × RN (names) ││ STRIPES × STRIPE_WORDS  │
-//  │ [cluster region] │ REVOCATIONS                                                              ││                         │
+//  │ [cluster region] │ REVOCATIONS │ MODEL_SLOTS                                                ││                         │
 //  └───────────────────────────────────────────────────────────────────────────────────────┘└─────────────────────────┘
 //
 //  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
 //  ┌─── line 0 ────────────┬──────┬─────────┬───────────────────────────────────────────────┐
 //  │ KEY_A × 8 │ KEY_B × 8 │ LOCK │ 7 spare │ RATE_WAYS × data {EXPIRE, SEEN, TICK, A, B}   │
 //  └───────────────────────┴──────┴─────────┴───────────────────────────────────────────────┘
-//  The rate table (core/shm/rate-table.ts) is set-associative: a key lives in
-//  one set chosen by its hash; the set's lock word serialises every
-//  read-modify-write of its entries across workers. The keys of all ways share
-//  the first cache line (read-mostly: written only when a way changes hands),
-//  so finding a key touches it, the lock's line and the way's data.
+//  The rate table (core/shm/rate-table.ts) is set-associative: a key lives in one set chosen by its
+//  hash; the set's lock word serialises every read-modify-write of its entries across workers. The keys
+//  of all ways share the first cache line (read-mostly: written only when a way changes hands).
 //
 //  one stripe (f64):
 //  ┌────────┬────────────────────┬──────────────────────────┬──────────────────────────┐
@@ -24,9 +22,8 @@
 //  │        │                    │                          │   buckets, sum, bytes)   │
 //  └────────┴────────────────────┴──────────────────────────┴──────────────────────────┘
 //
-// The request rows and time blocks feed /metrics (requests by entry point and
-// router, method and code; duration histograms; bytes) without any message per
-// request: a worker adds to its own stripe in finish(), the scrape sums stripes.
+// The request rows and time blocks feed /metrics (by entry point and router, method and code; duration
+// histograms; bytes) with no message per request: a worker adds to its own stripe, the scrape sums them.
 //
 // Int32 words are shared state written by several threads with Atomics
 // (server health, balancing cursors). Float64 words are counters and gauges
@@ -34,10 +31,9 @@
 // by the control plane), with plain stores, and readers sum the stripes
 // (HAProxy's per-thread counters). Float64 so counts never wrap.
 //
-// Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0),
-// compared with (a - b) | 0 as HAProxy does: valid for spans under 24 days.
+// Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0), compared with (a - b) | 0 as HAProxy does.
 
-export const LAYOUT_VERSION = 11
+export const LAYOUT_VERSION = 12
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -205,6 +201,11 @@ export const REVOKE_ENTRIES_MIN = 64
 export let REVOKE_SETS = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS
 export let REVOKE_BASE = 0
 
+// Requests in flight per (remote model server, model) pair, one word per slot, after the revocations
+// (core/shm/model-inflight.ts): Atomics.add at a request's start and end, read by every pick of a model server.
+export const MODEL_SLOTS = 4096
+export let MODEL_BASE = 0
+
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
 export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
@@ -238,11 +239,9 @@ export const C_RESP_1XX = 3 // ..C_RESP_5XX = 7
 export const C_CONN_ERR = 8 // connect errors (econ)
 export const C_RESP_ERR = 9 // resets, time-outs, invalid responses (eresp)
 export const C_RETRIES = 10 // retries away from this server (wretr)
-// gauge: requests (and tunnels) in flight from this thread to this server, +1
-// on pick and -1 on release; the sum over stripes is what leastconn compares.
-// Striped rather than one shared Atomics word: an atomic add on a line that
-// other workers write moves the line between cores, ~85 ns against 3 ns for
-// a plain add to the own stripe (bench/micro/shm-contention.bench.ts).
+// gauge: requests (and tunnels) in flight from this thread to this server, +1 on pick and -1 on
+// release; leastconn compares the sum over stripes. Striped, as an atomic add on a line other workers
+// write costs ~85 ns against 3 ns for a plain add (bench/micro/shm-contention.bench.ts).
 export const C_INFLIGHT = 11
 // HAProxy's ctime/rtime/ttime: per thread, a sliding sum over the last
 // TIME_SAMPLES answered requests (HAProxy's swrate: sum += v - sum / N), in ms:
@@ -314,7 +313,8 @@ function setCapacities (caps: Capacities, clusterSets = 0, revokeSets = REVOKE_E
   CLUSTER_NAMES = CLUSTER_EXTRA + clusterSets * RATE_WAYS * CX_WORDS
   REVOKE_SETS = revokeSets
   REVOKE_BASE = Math.ceil((clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS) / 16) * 16
-  I32_WORDS = REVOKE_BASE + REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
+  MODEL_BASE = REVOKE_BASE + REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
+  I32_WORDS = MODEL_BASE + MODEL_SLOTS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
@@ -324,7 +324,7 @@ setCapacities(DEFAULT_CAPACITIES)
 /** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
 export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): number {
   const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
-    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
+    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
   return i32 * 4 + (workers + 1) * stripe * 8
 }

@@ -71,7 +71,7 @@ async function main (): Promise<void> {
   const spans = new SpanExporter(stripe, log)
   spans.configure(data.config.tracing)
   // remote model requests relayed in this thread ([generation] relay = "worker"): its line to the control plane
-  const edge = new EdgeLink((msg) => post({ type: 'gen', index: data.index, msg }))
+  const edge = new EdgeLink((msg) => post({ type: 'gen', index: data.index, msg }), shm.i32)
   let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation), spans, edge)
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation

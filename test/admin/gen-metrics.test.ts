@@ -37,7 +37,7 @@ test('metrics: generation service families once attached', async (t) => {
   usage.used('team-a', 5, 20)
   usage.rejected('other', 'unauthorized')
   usage.rejected('team-a', 'tpm')
-  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0, socketRequests: 0, consumers: usage.byLabel, models: new Map(), view: () => ({ servers: [], queueDepth: 0, budgets: [] }) }
+  const stats: GenStats = { requests: emptyRequests(), tokens: 120, promptTokens: 30, queueDepth: 2, inFlight: 1, runnerRestarts: 0, socketRequests: 0, relayAdmissions: { control_plane: 3, worker: 7 }, consumers: usage.byLabel, models: new Map(), view: () => ({ servers: [], queueDepth: 0, budgets: [] }) }
   stats.requests.generate.ok = 5
   stats.requests.chat.busy = 1
   m.attachGen(() => stats)
@@ -48,6 +48,7 @@ test('metrics: generation service families once attached', async (t) => {
   assert.match(text, /^lb_gen_prompt_tokens_total 30$/m)
   assert.match(text, /^lb_gen_queue_depth 2$/m)
   assert.match(text, /^lb_gen_in_flight 1$/m)
+  assert.match(text, /^lb_gen_relay_admissions_total\{by="worker"\} 7$/m)
   assert.match(text, /^lb_gen_consumer_requests_total\{consumer="team-a"\} 1$/m)
   assert.match(text, /^lb_gen_consumer_rejections_total\{consumer="other",reason="unauthorized"\} 1$/m)
   assert.match(text, /^lb_gen_consumer_rejections_total\{consumer="team-a",reason="tpm"\} 1$/m)

@@ -5,16 +5,17 @@
 // body of known length (1 MiB at most: MAX_BODY), reads the body,
 // parses it with the APIs' own parsers, and when the model's chain starts with
 // a model a remote server lists (the listing the control plane pushes), asks
-// the control plane once to admit it (link.ts, messages.ts) and relays the
-// server's reply here (relay.ts). Everything else, and whatever the control
+// the control plane once to admit it (link.ts, messages.ts), or admits it
+// itself when its consumer has no limits, and relays the server's reply here
+// (relay.ts). Everything else, and whatever the control
 // plane says is not for it (a local model, a refusal the service makes
 // itself: a bad body, a missing key, a prompt over the limits), goes the old
 // way: the body already read is replayed to the service's socket.
 
 import { apiOfPath } from '../../api-errors.js'
-import type { GenerationConf } from '../../config/generation.js'
+import type { GenerationConf, GenLimits } from '../../config/generation.js'
 import { ERRORS, formatError } from '../../errors.js'
-import { Consumers } from '../budget/consumer.js'
+import { Consumers, mayUse } from '../budget/consumer.js'
 import { overLimit, reservation } from '../dispatch/generation.js'
 import { type ApiError, type GenRequest, isApiError } from '../dispatch/request.js'
 import { sendError } from '../http/respond.js'
@@ -79,6 +80,9 @@ function forwardedAuthorization (ctx: EdgeCtx): string {
   if (extra !== null) for (let i = 0; i < extra.length; i += 2) if (extra[i]!.toLowerCase() === 'authorization') return extra[i + 1]!
   return ''
 }
+
+/** No budget to check: requests per minute, tokens per minute and per day, and in flight all unlimited (0). */
+const unlimited = (l: GenLimits): boolean => l.rpm === 0 && l.tpm === 0 && l.tpd === 0 && l.maxInFlight === 0
 
 /** One data plane generation's relay of remote model requests. */
 export class Edge {
@@ -147,9 +151,11 @@ export class Edge {
     if (!this.#link.knows(chain[0]!)) return false
     const who = this.#consumers.identifyBy(forwardedAuthorization(ctx), ctx.user, ctx.remoteAddress)
     if (isApiError(who)) return false
+    // a consumer without limits has nothing for the control plane to check: the worker picks the server itself
+    const here = unlimited(who.limits) && mayUse(who, r.model) ? this.#link.pick(chain) : null
     return await relay({ link: this.#link, requestTimeoutMs: conf.requestTimeoutMs }, res, r, writer, {
       kind: 'admit', id: this.#link.nextId(), consumer: who.id, model: r.model, displayModel: r.displayModel,
       reserve: reservation(conf, r), endpoint: r.endpoint, stream: r.stream, arrived,
-    })
+    }, here)
   }
 }

@@ -3,8 +3,18 @@
 // and its questions (admit, retry) waiting for their answers, each for at most
 // ANSWER_WAIT_MS. One per worker (core/worker/main.ts makes it and hands it
 // every data plane generation).
+// A request whose consumer has no limits needs no question: the worker picks
+// its server here from the listing and the shared in-flight counts, as the
+// control plane would (RemoteRegistry.pick), and tells it (EdgeAdmitted).
 
-import { type EdgeAnswer, type EdgeEnd, type EdgeAdmit, type EdgeRetry, type EdgeToControl, NO_LISTING, type RemoteListing } from './messages.js'
+import { addInFlight, inFlightAt } from '../../shm/model-inflight.js'
+import type { EdgeAnswer, EdgeEnd, EdgeAdmit, EdgeAdmitted, EdgeRetry, EdgeServer, EdgeToControl, ListedServer, RemoteListing } from './messages.js'
+
+/** A server that lists a model: the model is its models[at]. */
+interface Offer { readonly server: ListedServer, readonly at: number }
+
+/** A server picked here, its count at `slot` taken. */
+export interface Picked { readonly server: EdgeServer, readonly served: string, readonly slot: number }
 
 /**
  * How long a question waits for the control plane, ms: past it the client gets a 503 (LB_ERR_GEN_RELAY_BUSY).
@@ -15,26 +25,73 @@ export const ANSWER_WAIT_MS = 10_000
 export class EdgeLink {
   readonly #post: (m: EdgeToControl) => void
   readonly #waitMs: number
-  /** every model some server lists (up or not), by canonical name */
-  #known = new Set<string>()
+  /** the shared memory's words (null: every request is asked about) */
+  readonly #i32: Int32Array | null
+  /** canonical name -> the servers that list it (up or not) */
+  #offers = new Map<string, Offer[]>()
+  #local = new Set<string>()
+  /** rotates the start of the search among equals, as RemoteRegistry.pick does */
+  #turn = 0
   #seq = 0
   readonly #waiting = new Map<number, { resolve: (a: EdgeAnswer | null) => void, timer: NodeJS.Timeout }>()
 
-  constructor (post: (m: EdgeToControl) => void, waitMs = ANSWER_WAIT_MS) {
+  constructor (post: (m: EdgeToControl) => void, i32: Int32Array | null, waitMs = ANSWER_WAIT_MS) {
     this.#post = post
+    this.#i32 = i32
     this.#waitMs = waitMs
-    this.listing(NO_LISTING)
   }
 
   /** The control plane's listing (on every change of it). */
   listing (l: RemoteListing): void {
-    const known = new Set<string>()
-    for (const s of l.servers) for (const m of s.models) known.add(m)
-    this.#known = known
+    const offers = new Map<string, Offer[]>()
+    for (const server of l.servers) {
+      server.models.forEach((m, at) => {
+        const o = offers.get(m)
+        if (o === undefined) offers.set(m, [{ server, at }])
+        else o.push({ server, at })
+      })
+    }
+    this.#offers = offers
+    this.#local = new Set(l.local)
   }
 
   /** Some remote server lists `model` (as far as the last listing says). */
-  knows (model: string): boolean { return this.#known.has(model) }
+  knows (model: string): boolean { return this.#offers.has(model) }
+
+  /**
+   * The server for `chain`'s first model, picked here and counted in flight (the caller tells the control plane:
+   * admitted()), or null: the control plane is asked. It is picked here only when the control plane would not
+   * send the request the old way (every model of the chain a remote one, none local) and has a server for it:
+   * up, listing it, loaded there first, then the fewest in flight across every thread.
+   */
+  pick (chain: readonly string[]): Picked | null {
+    const i32 = this.#i32
+    if (i32 === null) return null
+    for (const m of chain) if (!this.#offers.has(m) || this.#local.has(m)) return null
+    const offers = this.#offers.get(chain[0]!)!
+    const n = offers.length
+    let best: Offer | null = null
+    let bestLoaded = false
+    let bestLoad = Infinity
+    const start = this.#turn++ % n
+    for (let k = 0; k < n; k++) {
+      const o = offers[(start + k) % n]!
+      if (!o.server.up) continue
+      const slot = o.server.slots[o.at]!
+      if (slot < 0) return null // counted in the control plane's memory: only it can compare
+      const loaded = o.server.loaded[o.at]!
+      const load = inFlightAt(i32, slot)
+      if (best === null || (loaded && !bestLoaded) || (loaded === bestLoaded && load < bestLoad)) {
+        best = o
+        bestLoaded = loaded
+        bestLoad = load
+      }
+    }
+    if (best === null) return null
+    const slot = best.server.slots[best.at]!
+    addInFlight(i32, slot, 1)
+    return { server: best.server.call, served: best.server.served[best.at]!, slot }
+  }
 
   /** A new request's id (this worker's). */
   nextId (): number { return ++this.#seq }
@@ -51,7 +108,7 @@ export class EdgeLink {
     })
   }
 
-  tell (m: EdgeEnd): void { this.#post(m) }
+  tell (m: EdgeEnd | EdgeAdmitted): void { this.#post(m) }
 
   /** The control plane's answer to request `id`. One that comes after its wait named a server for nothing: given back. */
   answer (id: number, a: EdgeAnswer): void {

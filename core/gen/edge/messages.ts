@@ -12,12 +12,28 @@ import type { RemoteKind } from '../../config/generation.js'
 import type { ApiError } from '../dispatch/request.js'
 import type { GenOutcome } from '../stats.js'
 
-/** Which remote server lists which models (canonical names), and whether it is up; the worker's snapshot. */
-export interface RemoteListing {
-  readonly servers: ReadonlyArray<{ readonly name: string, readonly up: boolean, readonly models: readonly string[] }>
+/** One remote server as the workers see it: enough to pick it and call it without asking (EdgeAdmitted). */
+export interface ListedServer {
+  readonly name: string
+  readonly up: boolean
+  /** Canonical names; served, loaded and slots are per models[i]. */
+  readonly models: readonly string[]
+  /** The server's spelling of the model (sent back to it). */
+  readonly served: readonly string[]
+  readonly loaded: readonly boolean[]
+  /** The shared-memory slot of its requests in flight (core/shm/model-inflight.ts); -1: the control plane counts it. */
+  readonly slots: readonly number[]
+  readonly call: EdgeServer
 }
 
-export const NO_LISTING: RemoteListing = Object.freeze({ servers: [] })
+/** Which remote server lists which models, whether it is up, and the models the service has itself; the worker's snapshot. */
+export interface RemoteListing {
+  readonly servers: readonly ListedServer[]
+  /** Models the service has on this machine (canonical names): a chain with one of them is the service's to serve. */
+  readonly local: readonly string[]
+}
+
+export const NO_LISTING: RemoteListing = Object.freeze({ servers: [], local: [] })
 
 /** Worker → control plane: may this request run, and where? */
 export interface EdgeAdmit {
@@ -34,6 +50,17 @@ export interface EdgeAdmit {
   readonly stream: boolean
   /** When the worker took the request: process.hrtime.bigint(), one clock for every thread (TTFT). */
   readonly arrived: bigint
+}
+
+/**
+ * Worker → control plane: a request the worker admitted itself, not waiting for an answer: its consumer has no
+ * limits to check, and the worker picked `server` for the chain's first model from its listing, its in-flight count
+ * at `slot` already counted. The control plane takes it from there as if it had answered an admit (retry, end).
+ */
+export interface EdgeAdmitted extends Omit<EdgeAdmit, 'kind'> {
+  readonly kind: 'admitted'
+  readonly server: string
+  readonly slot: number
 }
 
 /** Worker → control plane: the server named last could not start the reply (nothing reached the client). */
@@ -63,7 +90,7 @@ export interface EdgeEnd {
   readonly result: { readonly promptTokens: number, readonly completionTokens: number } | null
 }
 
-export type EdgeToControl = EdgeAdmit | EdgeRetry | EdgeEnd
+export type EdgeToControl = EdgeAdmit | EdgeAdmitted | EdgeRetry | EdgeEnd
 
 /** What a worker needs to call a server: its wire, address and headers (its key among them: this never leaves lb). */
 export interface EdgeServer {

@@ -1,5 +1,5 @@
 // A remote model's reply relayed in the worker: the admission asked of the
-// control plane, then the server it names called with the service's own
+// control plane (or made here and told: link.ts pick), then the server it names called with the service's own
 // attempt (remote/run.ts relayAttempt: callServer and the caller's reply
 // writer), the request's life (client gone: the upstream request aborted;
 // request_timeout: 504) as the service's (RequestLife), a failure before the
@@ -14,7 +14,7 @@ import type { CallTarget } from '../remote/client.js'
 import { relayAttempt, RequestLife, type RemoteWriter } from '../remote/run.js'
 import type { GenOutcome } from '../stats.js'
 import type { EdgeResponse } from './edge-response.js'
-import { ANSWER_WAIT_MS, type EdgeLink } from './link.js'
+import { ANSWER_WAIT_MS, type EdgeLink, type Picked } from './link.js'
 import type { EdgeAdmit, EdgeAnswer, EdgeServer } from './messages.js'
 
 export type Writer = RemoteWriter
@@ -32,13 +32,20 @@ const busy = (ms: number): ApiError =>
   ({ status: ERRORS.LB_ERR_GEN_RELAY_BUSY.status, message: formatError('LB_ERR_GEN_RELAY_BUSY', { ms }), code: 'LB_ERR_GEN_RELAY_BUSY', retryAfter: 1 })
 
 /**
- * Relays request `r` (admission `admit`) to `res` through `writer`. Returns false, nothing written, when the control
+ * Relays request `r` (admission `admit`) to `res` through `writer`: to the server `here` when the worker admitted it
+ * itself (link.ts pick), else to the one the control plane names. Returns false, nothing written, when the control
  * plane says the request goes the old way; true when it was answered here (whatever the answer).
  */
-export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, writer: Writer, admit: EdgeAdmit): Promise<boolean> {
+export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, writer: Writer, admit: EdgeAdmit, here: Picked | null): Promise<boolean> {
   const { link } = env
   const id = admit.id
-  let a: EdgeAnswer | null = await link.ask(admit)
+  let a: EdgeAnswer | null
+  if (here === null) a = await link.ask(admit)
+  else {
+    // told once the request went out (the attempt's synchronous part, below), and before any retry or end of it
+    queueMicrotask(() => link.tell({ ...admit, kind: 'admitted', server: here.server.name, slot: here.slot }))
+    a = { server: here.server, served: here.served }
+  }
   if (a === null) {
     writer.fail(busy(ANSWER_WAIT_MS))
     return true

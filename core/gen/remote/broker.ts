@@ -11,6 +11,9 @@
 // tokens) are charged from it, as the service's own path charges them.
 // A chain with a local model in it, or none a server lists, is answered "go
 // the old way": the service's socket serves it whole (the worker's snapshot was stale).
+// A request whose consumer has no limits is not asked about: the worker picked
+// its server and counted it (core/gen/edge/link.ts pick) and says so
+// (admitted); it is held from then on as if admitted here.
 
 import { formatError } from '../../errors.js'
 import type { Consumer } from '../budget/consumer.js'
@@ -18,7 +21,8 @@ import type { Meter } from '../budget/budget.js'
 import { allowed, type GenEnv, modelNotFound } from '../dispatch/generation.js'
 import type { UsageTap } from '../dispatch/model-usage.js'
 import { type ApiError, isApiError } from '../dispatch/request.js'
-import type { EdgeAdmit, EdgeAnswer, EdgeEnd, EdgeRetry, EdgeToControl, RemoteListing } from '../edge/messages.js'
+import { addInFlight } from '../../shm/model-inflight.js'
+import type { EdgeAdmit, EdgeAdmitted, EdgeAnswer, EdgeEnd, EdgeRetry, EdgeToControl, RemoteListing } from '../edge/messages.js'
 import { outcomeOf } from '../stats.js'
 import type { RemoteServer } from './server.js'
 
@@ -45,6 +49,8 @@ export class RemoteBroker {
   readonly #env: GenEnv
   /** `${worker}:${id}` -> request */
   readonly #held = new Map<string, Held>()
+  /** Relayed requests admitted, by where: asked here, or admitted by the worker itself (lb_gen_relay_admissions_total). */
+  readonly admissions = { control_plane: 0, worker: 0 }
 
   constructor (env: GenEnv) {
     this.#env = env
@@ -64,6 +70,15 @@ export class RemoteBroker {
           this.#env.log.error('admitting a relayed request failed', { err: e.message })
           reply(m.id, { error: { status: 500, message: `internal error: ${e.message}` } })
         })
+        break
+      case 'admitted':
+        try {
+          this.#admitted(worker, m)
+        } catch (e) {
+          // the request runs anyway (the worker did not wait): its count is given back, its end not counted
+          this.#env.log.error('a request a worker admitted could not be held', { err: (e as Error).message })
+          if (m.slot >= 0) addInFlight(this.#env.remote.slots!.i32, m.slot, -1)
+        }
         break
       case 'retry':
         reply(m.id, this.#retry(worker, m))
@@ -103,9 +118,35 @@ export class RemoteBroker {
     let ticket = env.budget.admit(who, a.reserve)
     if (ticket instanceof Promise) ticket = await ticket
     if (isApiError(ticket)) return this.#refuse(a.endpoint, ticket)
+    this.admissions.control_plane++
+    const key = `${worker}:${a.id}`
+    const h = this.#hold(key, a, env.budget.meterOf(who, ticket), names)
+    return this.#next(key, h)
+  }
+
+  /** The request a worker admitted itself: its consumer charged, its server (counted by the worker) held. */
+  #admitted (worker: number, a: EdgeAdmitted): void {
+    const env = this.#env
+    const who = env.budget.consumerById(a.consumer)
+    const s = env.remote.servers.find((x) => x.conf.name === a.server)
+    const names = env.remote.chain(a.model)
+    // the worker has the same [generation] (static) and the listing this process sent: these hold
+    if (who === null || s === undefined || s.slot(names[0]!) !== a.slot) throw new Error(`no consumer ${a.consumer} or server ${a.server} slot ${a.slot} here`)
+    const ticket = env.budget.admit(who, a.reserve)
+    // no limits: a ticket at once, never a refusal or a wait for a lease
+    if (ticket instanceof Promise || isApiError(ticket)) throw new Error(`consumer ${a.consumer} has limits`)
+    this.admissions.worker++
+    const h = this.#hold(`${worker}:${a.id}`, a, env.budget.meterOf(who, ticket), names)
+    h.tried.add(s)
+    h.server = s
+    h.model = names[0]!
+    h.tap.at(s.conf.name, h.model)
+  }
+
+  #hold (key: string, a: EdgeAdmit | EdgeAdmitted, meter: Meter, names: readonly string[]): Held {
     const h: Held = {
-      meter: env.budget.meterOf(who, ticket),
-      tap: env.usage.tapAt(a.arrived, a.stream),
+      meter,
+      tap: this.#env.usage.tapAt(a.arrived, a.stream),
       endpoint: a.endpoint,
       names,
       at: 0,
@@ -115,9 +156,8 @@ export class RemoteBroker {
       last: null,
       down: [],
     }
-    const key = `${worker}:${a.id}`
     this.#held.set(key, h)
-    return this.#next(key, h)
+    return h
   }
 
   /** The next server for the request (remote/run.ts's order), or its end when none is left. */

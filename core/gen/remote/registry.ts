@@ -8,6 +8,7 @@
 
 import type { GenerationConf } from '../../config/generation.js'
 import type { Logger } from '../../log.js'
+import type { ModelSlots } from '../../shm/model-inflight.js'
 import type { RemoteListing } from '../edge/messages.js'
 import { modelChain, resolveAlias } from './chain.js'
 import { type RemoteModel, RemoteServer } from './server.js'
@@ -17,6 +18,8 @@ const FIRST_RETRY_MS = 1_000
 
 export class RemoteRegistry {
   readonly servers: readonly RemoteServer[]
+  /** The shared memory's in-flight counts (null: each server counts in this process). */
+  readonly slots: ModelSlots | null
   private readonly aliases: Readonly<Record<string, string>>
   private readonly fallbacks: Readonly<Record<string, readonly string[]>>
   private readonly timers: NodeJS.Timeout[] = []
@@ -26,21 +29,44 @@ export class RemoteRegistry {
 
   /** Told the servers' listing whenever it changed (a model added or gone, a server up or down): the workers' snapshot. */
   onListing: ((l: RemoteListing) => void) | null = null
+  /** The models the service has on this machine (its catalog's names), for the listing. */
+  localModels: () => readonly string[] = () => []
   #lastListing = ''
 
-  constructor (conf: GenerationConf, log: Logger) {
-    this.servers = conf.servers.map((s) => new RemoteServer(s, log))
+  /** `slots`: the shared memory's in-flight counts (null: counted in this process; the workers then always ask). */
+  constructor (conf: GenerationConf, log: Logger, slots: ModelSlots | null = null) {
+    this.slots = slots
+    this.servers = conf.servers.map((s) => new RemoteServer(s, log, slots))
     this.aliases = conf.aliases
     this.fallbacks = conf.fallbacks
-    for (const s of this.servers) s.onChange = () => this.#changed()
+    for (const s of this.servers) s.onChange = () => this.changed()
   }
 
-  /** Which server lists which models (canonical names), and whether it is up. */
+  /**
+   * Which server lists which models (canonical names), whether it is up and has them loaded, and how to call it.
+   * The local names are as the catalog knows them now: a local model added later under a remote one's name is
+   * seen by the workers at the next listing change or refresh (the control plane's own check peeks the same catalog).
+   */
   listing (): RemoteListing {
-    return { servers: this.servers.map((s) => ({ name: s.conf.name, up: s.up, models: [...s.models.keys()] })) }
+    return {
+      servers: this.servers.map((s) => {
+        const models = [...s.models.keys()]
+        return {
+          name: s.conf.name,
+          up: s.up,
+          models,
+          served: models.map((m) => s.models.get(m)!.served),
+          loaded: models.map((m) => s.isLoaded(m)),
+          slots: models.map((m) => s.slot(m)),
+          call: { name: s.conf.name, kind: s.conf.kind, url: s.conf.url, headers: s.headers() },
+        }
+      }),
+      local: [...this.localModels()].sort(),
+    }
   }
 
-  #changed (): void {
+  /** Something the listing shows may have changed: the workers are sent it when it did. */
+  changed (): void {
     if (this.onListing === null) return
     const l = this.listing()
     const text = JSON.stringify(l)

@@ -2,13 +2,15 @@
 // has loaded, whether it is up, and the requests in flight to it per model.
 // Health is passive, as for web backends: a failed refresh or request marks
 // the server down (it is skipped), the next successful refresh brings it back.
-// The in-flight counters are exact: the generation service is one process, and
-// every request of every data-plane worker reaches it through its socket, so
-// this process sees every request to every server (no shared memory needed).
+// The in-flight counters are exact across threads: they live in shared memory
+// (core/shm/model-inflight.ts), where a data-plane worker that admits a
+// request itself counts it too (core/gen/edge/); without shared memory (a
+// service started alone, in tests and benches) or past its slots, here.
 
 import { request } from 'undici'
 import type { RemoteServerConf } from '../../config/generation.js'
 import type { Logger } from '../../log.js'
+import { addInFlight, inFlightAt, type ModelSlots } from '../../shm/model-inflight.js'
 import { parseModelName } from '../models/names.js'
 
 /** A refresh that takes longer than this fails (the server is down): ms. */
@@ -40,9 +42,17 @@ export class RemoteServer {
   onChange: (() => void) | null = null
   private refreshing: Promise<void> | null = null
 
-  constructor (conf: RemoteServerConf, log: Logger) {
+  readonly #slots: ModelSlots | null
+
+  constructor (conf: RemoteServerConf, log: Logger, slots: ModelSlots | null = null) {
     this.conf = conf
     this.log = log
+    this.#slots = slots
+  }
+
+  /** The shared-memory slot of the count of `model`'s requests in flight here; -1: counted in this process. */
+  slot (model: string): number {
+    return this.#slots === null ? -1 : this.#slots.slotOf(this.conf.name, model)
   }
 
   /** Headers of every request to the server: the key as a bearer token when one is set. */
@@ -57,11 +67,20 @@ export class RemoteServer {
     return this.conf.kind === 'openai' ? this.models.has(model) : this.loaded.has(model)
   }
 
-  requests (model: string): number { return this.inFlight.get(model) ?? 0 }
+  requests (model: string): number {
+    const slot = this.slot(model)
+    return slot >= 0 ? inFlightAt(this.#slots!.i32, slot) : this.inFlight.get(model) ?? 0
+  }
 
-  begin (model: string): void { this.inFlight.set(model, this.requests(model) + 1) }
+  begin (model: string): void {
+    const slot = this.slot(model)
+    if (slot >= 0) addInFlight(this.#slots!.i32, slot, 1)
+    else this.inFlight.set(model, this.requests(model) + 1)
+  }
 
   end (model: string): void {
+    const slot = this.slot(model)
+    if (slot >= 0) return addInFlight(this.#slots!.i32, slot, -1)
     const n = this.requests(model) - 1
     if (n > 0) this.inFlight.set(model, n)
     else this.inFlight.delete(model)

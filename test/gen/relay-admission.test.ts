@@ -1,0 +1,98 @@
+// Who admits a remote model's request relayed in a data-plane worker
+// (core/gen/edge/link.ts pick, core/gen/remote/broker.ts): a consumer without
+// limits needs no question to the control plane, so the worker picks the
+// server itself from its listing and the requests in flight in shared memory
+// (core/shm/model-inflight.ts), exact across workers; a consumer with limits,
+// or with a model allow-list that refuses the model, is asked about as before.
+// lb_gen_relay_admissions_total says which way each went.
+
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { test } from 'node:test'
+import OpenAI from 'openai'
+import { tokenHash } from '../../core/auth/token-digest.js'
+import { startLb, waitFor } from '../helpers.js'
+import { type FakeOpenAi, startFakeOpenAi } from './fake-openai.js'
+import { gatewayConfig, lbMetric, openaiServers } from './helpers.js'
+
+const LIMITED = 'lb-limited-key-0123456789abcdefgh'
+const FREE = 'lb-free-key-0123456789abcdefghijk'
+const OTHER_MODEL = 'lb-other-model-0123456789abcdefgh'
+
+/** A stream on a connection of its own (so that the kernel spreads them over the workers), open until closed. */
+function openStream (url: string, key: string): Promise<() => void> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], stream: true })
+    const req = request(`${url}/v1/chat/completions`, {
+      method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'content-length': Buffer.byteLength(body) },
+    }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`))
+      // the first chunk came: the request is at its server, counted in flight there
+      res.once('data', () => resolve(() => req.destroy()))
+    })
+    req.on('error', () => undefined)
+    req.end(body)
+  })
+}
+
+const held = (a: FakeOpenAi, b: FakeOpenAi): [number, number] => [a.bodies.length, b.bodies.length]
+
+test('a consumer without limits is admitted in the worker; the server with the fewest in flight is picked across workers', async (t) => {
+  const a = await startFakeOpenAi(t, ['m'])
+  const b = await startFakeOpenAi(t, ['m'])
+  a.mode = b.mode = 'hang'
+  const lb = await startLb(gatewayConfig({}, openaiServers({ a: a.url, b: b.url })), { workers: 2 })
+  t.after(() => lb.stop())
+  const closes: Array<() => void> = []
+  const toB: Array<() => void> = []
+  // one stream at a time, each held open: with the counts shared, each goes where fewer are in flight
+  for (let i = 1; i <= 12; i++) {
+    const before = b.bodies.length
+    const close = await openStream(lb.url, 'none')
+    closes.push(close)
+    if (b.bodies.length > before) toB.push(close)
+    const [na, nb] = held(a, b)
+    assert.ok(Math.abs(na - nb) <= 1 && na + nb === i, `after ${i} streams: a ${na}, b ${nb}`)
+  }
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="worker"}'), 12)
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 0)
+
+  // the ends give the counts back: b's six close, and the next four all go to b
+  let closed = 0
+  a.events.on('closed', () => closed++)
+  b.events.on('closed', () => closed++)
+  for (const c of toB) c()
+  await waitFor(() => closed === 6 ? true : null, 'the six streams to close at the servers')
+  // the control plane hears each end as a message: wait until it counted them (the model's in flight)
+  await waitFor(async () => await lbMetric(lb, 'lb_gen_requests_total{endpoint="chat",outcome="cancelled"}') === 6 ? true : null, 'six cancelled')
+  for (let i = 0; i < 4; i++) closes.push(await openStream(lb.url, 'none'))
+  assert.deepEqual(held(a, b), [6, 10], 'the four new streams went to b, where none were in flight any more')
+  for (const c of closes) c()
+})
+
+test('a consumer with limits, or whose allow-list refuses the model, is asked about in the control plane', async (t) => {
+  const fake = await startFakeOpenAi(t, ['m'])
+  const lb = await startLb(gatewayConfig({}, `${openaiServers({ fake: fake.url })}
+[[generation.keys]]
+consumer = "limited"
+hash = "${tokenHash(LIMITED)}"
+rpm = 1000
+[[generation.keys]]
+consumer = "free"
+hash = "${tokenHash(FREE)}"
+[[generation.keys]]
+consumer = "other-model"
+hash = "${tokenHash(OTHER_MODEL)}"
+models = ["n"]
+`), { workers: 2 })
+  t.after(() => lb.stop())
+  const ask = (key: string): Promise<unknown> =>
+    new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] })
+  for (let i = 0; i < 3; i++) await ask(LIMITED)
+  for (let i = 0; i < 2; i++) await ask(FREE)
+  await assert.rejects(ask(OTHER_MODEL), (e: unknown) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found')
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 3)
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="worker"}'), 2)
+  assert.equal(await lbMetric(lb, 'lb_gen_consumer_requests_total{consumer="free"}'), 2, 'charged to its consumer all the same')
+  assert.equal(fake.bodies.length, 5)
+})
