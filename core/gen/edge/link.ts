@@ -60,7 +60,7 @@ export class EdgeLink {
 
   /**
    * The server for `chain`'s first model, picked here and counted in flight (the caller tells the control plane:
-   * admitted()), or null: the control plane is asked. It is picked here only when the control plane would not
+   * EdgeAdmitted), or null: the control plane is asked. It is picked here only when the control plane would not
    * send the request the old way (every model of the chain a remote one, none local) and has a server for it:
    * up, listing it, loaded there first, then the fewest in flight across every thread.
    */

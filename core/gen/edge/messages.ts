@@ -33,8 +33,6 @@ export interface RemoteListing {
   readonly local: readonly string[]
 }
 
-export const NO_LISTING: RemoteListing = Object.freeze({ servers: [], local: [] })
-
 /** Worker → control plane: may this request run, and where? */
 export interface EdgeAdmit {
   readonly kind: 'admit'
