@@ -13,9 +13,9 @@
 // way: the body already read is replayed to the service's socket.
 
 import { apiOfPath } from '../../api-errors.js'
-import type { GenerationConf, GenLimits } from '../../config/generation.js'
+import type { GenerationConf } from '../../config/generation.js'
 import { ERRORS, formatError } from '../../errors.js'
-import { Consumers, mayUse } from '../budget/consumer.js'
+import { Consumers, mayUse, unlimited } from '../budget/consumer.js'
 import { overLimit, reservation } from '../dispatch/generation.js'
 import { type ApiError, type GenRequest, isApiError } from '../dispatch/request.js'
 import { sendError } from '../http/respond.js'
@@ -80,9 +80,6 @@ function forwardedAuthorization (ctx: EdgeCtx): string {
   if (extra !== null) for (let i = 0; i < extra.length; i += 2) if (extra[i]!.toLowerCase() === 'authorization') return extra[i + 1]!
   return ''
 }
-
-/** No budget to check: requests per minute, tokens per minute and per day, and in flight all unlimited (0). */
-const unlimited = (l: GenLimits): boolean => l.rpm === 0 && l.tpm === 0 && l.tpd === 0 && l.maxInFlight === 0
 
 /** One data plane generation's relay of remote model requests. */
 export class Edge {
@@ -152,7 +149,7 @@ export class Edge {
     const who = this.#consumers.identifyBy(forwardedAuthorization(ctx), ctx.user, ctx.remoteAddress)
     if (isApiError(who)) return false
     // a consumer without limits has nothing for the control plane to check: the worker picks the server itself
-    const here = unlimited(who.limits) && mayUse(who, r.model) ? this.#link.pick(chain) : null
+    const here = unlimited(who) && mayUse(who, r.model) ? this.#link.pick(chain) : null
     return await relay({ link: this.#link, requestTimeoutMs: conf.requestTimeoutMs }, res, r, writer, {
       kind: 'admit', id: this.#link.nextId(), consumer: who.id, model: r.model, displayModel: r.displayModel,
       reserve: reservation(conf, r), endpoint: r.endpoint, stream: r.stream, arrived,

@@ -4,10 +4,11 @@
 // ANSWER_WAIT_MS. One per worker (core/worker/main.ts makes it and hands it
 // every data plane generation).
 // A request whose consumer has no limits needs no question: the worker picks
-// its server here from the listing and the shared in-flight counts, as the
-// control plane would (RemoteRegistry.pick), and tells it (EdgeAdmitted).
+// its server here from the listing and the shared in-flight counts, by the
+// control plane's rule (remote/choice.ts), and tells it (EdgeAdmitted).
 
 import { addInFlight, inFlightAt } from '../../shm/model-inflight.js'
+import { chooseServer } from '../remote/choice.js'
 import type { EdgeAnswer, EdgeEnd, EdgeAdmit, EdgeAdmitted, EdgeRetry, EdgeServer, EdgeToControl, ListedServer, RemoteListing } from './messages.js'
 
 /** A server that lists a model: the model is its models[at]. */
@@ -30,7 +31,7 @@ export class EdgeLink {
   /** canonical name -> the servers that list it (up or not) */
   #offers = new Map<string, Offer[]>()
   #local = new Set<string>()
-  /** rotates the start of the search among equals, as RemoteRegistry.pick does */
+  /** rotates the start of the search among equals (choice.ts) */
   #turn = 0
   #seq = 0
   readonly #waiting = new Map<number, { resolve: (a: EdgeAnswer | null) => void, timer: NodeJS.Timeout }>()
@@ -69,28 +70,15 @@ export class EdgeLink {
     if (i32 === null) return null
     for (const m of chain) if (!this.#offers.has(m) || this.#local.has(m)) return null
     const offers = this.#offers.get(chain[0]!)!
-    const n = offers.length
-    let best: Offer | null = null
-    let bestLoaded = false
-    let bestLoad = Infinity
-    const start = this.#turn++ % n
-    for (let k = 0; k < n; k++) {
-      const o = offers[(start + k) % n]!
-      if (!o.server.up) continue
-      const slot = o.server.slots[o.at]!
-      if (slot < 0) return null // counted in the control plane's memory: only it can compare
-      const loaded = o.server.loaded[o.at]!
-      const load = inFlightAt(i32, slot)
-      if (best === null || (loaded && !bestLoaded) || (loaded === bestLoaded && load < bestLoad)) {
-        best = o
-        bestLoaded = loaded
-        bestLoad = load
-      }
-    }
-    if (best === null) return null
-    const slot = best.server.slots[best.at]!
-    addInFlight(i32, slot, 1)
-    return { server: best.server.call, served: best.server.served[best.at]!, slot }
+    // a slot of -1 is counted in the control plane's memory: only it can compare
+    if (offers.some((o) => o.server.up && o.server.slots[o.at]! < 0)) return null
+    const slotOf = (i: number): number => offers[i]!.server.slots[offers[i]!.at]!
+    const i = chooseServer(offers.length, this.#turn++ % offers.length, (i) => offers[i]!.server.up,
+      (i) => offers[i]!.server.loaded[offers[i]!.at]!, (i) => inFlightAt(i32, slotOf(i)))
+    if (i < 0) return null
+    const best = offers[i]!
+    addInFlight(i32, slotOf(i), 1)
+    return { server: best.server.call, served: best.server.served[best.at]!, slot: slotOf(i) }
   }
 
   /** A new request's id (this worker's). */

@@ -1,7 +1,6 @@
 // The remote model servers of [[generation.servers]], their models, and the
-// choice of a server for a request: among the servers that are up and list
-// the model, one where it is loaded, then the one with the fewest requests in
-// flight for it; equals take turns. Aliases map a requested name to the
+// choice of a server for a request (choice.ts) among the servers that are up
+// and list the model. Aliases map a requested name to the
 // served one; fallbacks are the names tried next when no server could start
 // the reply (dispatch/generation.ts decides local vs remote, remote/run.ts
 // tries the chain).
@@ -11,6 +10,7 @@ import type { Logger } from '../../log.js'
 import type { ModelSlots } from '../../shm/model-inflight.js'
 import type { RemoteListing } from '../edge/messages.js'
 import { modelChain, resolveAlias } from './chain.js'
+import { chooseServer } from './choice.js'
 import { type RemoteModel, RemoteServer } from './server.js'
 
 /** How often a server never reached yet is asked again: ms. */
@@ -120,23 +120,11 @@ export class RemoteRegistry {
 
   /** The server to ask for `model` next, not one of `tried`; null when no server that is up lists it. */
   pick (model: string, tried: ReadonlySet<RemoteServer>): RemoteServer | null {
-    const n = this.servers.length
-    let best: RemoteServer | null = null
-    let bestLoaded = false
-    let bestLoad = Infinity
-    const start = this.turn++ % Math.max(1, n)
-    for (let k = 0; k < n; k++) {
-      const s = this.servers[(start + k) % n]!
-      if (!s.up || tried.has(s) || !s.models.has(model)) continue
-      const loaded = s.isLoaded(model)
-      const load = s.requests(model)
-      if (best === null || (loaded && !bestLoaded) || (loaded === bestLoaded && load < bestLoad)) {
-        best = s
-        bestLoaded = loaded
-        bestLoad = load
-      }
-    }
-    return best
+    const all = this.servers
+    const n = all.length
+    const i = chooseServer(n, this.turn++ % Math.max(1, n), (i) => all[i]!.up && !tried.has(all[i]!) && all[i]!.models.has(model),
+      (i) => all[i]!.isLoaded(model), (i) => all[i]!.requests(model))
+    return i < 0 ? null : all[i]!
   }
 
   /** A server listing `model` (the first up one, else any), for /api/show and /v1/models/{id}. */
