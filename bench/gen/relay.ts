@@ -19,8 +19,9 @@
 // in the same rounds: the A/B of a change to the gateway, labelled "RELAY @ DIR".
 //
 // --ttft N: before the throughput rounds, N one-token streams one at a time,
-// alternating straight, through lb's generation gateway and through lb's plain
-// HTTP proxy to the same server (a [services] route, no generation service):
+// alternating straight, through lb's generation gateway, through lb's plain
+// HTTP proxy to the same server (a [services] route, no generation service) and
+// through a byte relay (byte-relay.ts: the floor of any relay process here):
 // the time to first token each adds, from N samples each rather than from the
 // throughput rounds' few first tokens (one per stream at one stream), and what
 // the data plane's hop alone costs beside what the gateway's costs.
@@ -136,10 +137,11 @@ async function firstToken (url: string, agent: Agent): Promise<number> {
 }
 
 /** TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay) and of the plain proxy. */
-async function ttftPhase (mode: string, direct: string, throughs: Record<string, string>, agent: Agent): Promise<void> {
+async function ttftPhase (mode: string, direct: string, throughs: Record<string, string>, floor: string, agent: Agent): Promise<void> {
   const ways: Record<string, string> = { direct: `${direct}/v1/chat/completions` }
   for (const [relay, base] of Object.entries(throughs)) ways[`generation gateway, relay = ${relay}`] = `${base}/v1/chat/completions`
   ways['plain proxy (same lb)'] = `${Object.values(throughs)[0]!}/plain/v1/chat/completions`
+  ways['byte relay (floor)'] = `${floor}/v1/chat/completions`
   const got: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((w) => [w, []]))
   for (let i = 0; i < TTFT_N + 10; i++) {
     for (const w of Object.keys(ways)) {
@@ -218,7 +220,12 @@ async function main (): Promise<void> {
       const agent = new Agent({ connections: 2000, pipelining: 0 })
       for (const { base } of Object.values(lbs)) await load(base, 8, agent) // warm-up
       await load(direct, 8, agent)
-      if (TTFT_N > 0) await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), agent)
+      if (TTFT_N > 0) {
+        const relay = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'gen', 'byte-relay.js'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] })
+        procs.push(relay)
+        const floor = `http://127.0.0.1:${(await waitLine(relay, /listening (\d+)/, 'the byte relay'))[1]}`
+        await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), floor, agent)
+      }
       const ways = ['direct', ...LABELS]
       for (const conc of CONC) {
         const ratios: Record<string, number[]> = Object.fromEntries(LABELS.map((x) => [x, []]))
