@@ -96,3 +96,51 @@ models = ["n"]
   assert.equal(await lbMetric(lb, 'lb_gen_consumer_requests_total{consumer="free"}'), 2, 'charged to its consumer all the same')
   assert.equal(fake.bodies.length, 5)
 })
+
+test('every way a worker-admitted request ends gives its count back: a server dying mid-stream, refusing, a client leaving', async (t) => {
+  const a = await startFakeOpenAi(t, ['m'])
+  const b = await startFakeOpenAi(t, ['m'])
+  a.mode = b.mode = 'hang'
+  const lb = await startLb(gatewayConfig({}, openaiServers({ a: a.url, b: b.url })), { workers: 2 })
+  t.after(() => lb.stop())
+  // one stream held at one server (x): while the other (y) has none in flight, every request goes to y
+  const hold = await openStream(lb.url, 'none')
+  const [x, y] = a.bodies.length === 1 ? [a, b] : [b, a]
+  const ended = (outcome: string): Promise<number> => lbMetric(lb, `lb_gen_requests_total{endpoint="chat",outcome="${outcome}"}`).catch(() => 0)
+  const oneAtY = async (what: string, k: number, end: () => Promise<void>): Promise<void> => {
+    const atX = x.bodies.length
+    const atY = y.bodies.length
+    await end()
+    assert.equal(x.bodies.length, atX, `${what} #${k}: went to the server with one in flight, so y's count was not given back`)
+    assert.equal(y.bodies.length, atY + 1, `${what} #${k}`)
+  }
+  // each kind three times: one count left behind makes the second a tie and the third go to x
+  y.mode = 'die'
+  for (let k = 1; k <= 3; k++) {
+    await oneAtY('dying mid-stream', k, async () => {
+      const before = await ended('error')
+      await openStream(lb.url, 'none')
+      y.events.emit('go')
+      await waitFor(async () => await ended('error') > before ? true : null, 'the death counted')
+    })
+  }
+  y.mode = 'fail400'
+  for (let k = 1; k <= 3; k++) {
+    await oneAtY('refused (400)', k, async () => {
+      const before = await ended('client_error')
+      const r = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }) })
+      assert.equal(r.status, 400)
+      await waitFor(async () => await ended('client_error') > before ? true : null, 'the refusal counted')
+    })
+  }
+  y.mode = 'hang'
+  for (let k = 1; k <= 3; k++) {
+    await oneAtY('the client leaving mid-stream', k, async () => {
+      const before = await ended('cancelled')
+      const close = await openStream(lb.url, 'none')
+      close()
+      await waitFor(async () => await ended('cancelled') > before ? true : null, 'the cancel counted')
+    })
+  }
+  hold()
+})
