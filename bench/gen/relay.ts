@@ -136,7 +136,7 @@ async function firstToken (url: string, agent: Agent): Promise<number> {
   return t
 }
 
-/** TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay) and of the plain proxy. */
+/** TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay), the plain proxy and the byte relay. */
 async function ttftPhase (mode: string, direct: string, throughs: Record<string, string>, floor: string, agent: Agent): Promise<void> {
   const ways: Record<string, string> = { direct: `${direct}/v1/chat/completions` }
   for (const [relay, base] of Object.entries(throughs)) ways[`generation gateway, relay = ${relay}`] = `${base}/v1/chat/completions`
