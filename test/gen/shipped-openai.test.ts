@@ -20,11 +20,13 @@ test('shipped config: an OpenAI client and an Ollama client both reach the gener
   const ids = []
   for await (const m of client.models.list()) ids.push(m.id)
   assert.deepEqual(ids, ['lb-tiny:latest'])
-  const reply = await client.chat.completions.create({ model: 'lb-tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5 })
+  // greedy: a sampled reply may meet the end-of-text token within 5 (usage then says fewer, finish_reason "stop")
+  const reply = await client.chat.completions.create({ model: 'lb-tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, temperature: 0 })
   assert.equal(typeof reply.choices[0]!.message.content, 'string')
+  assert.equal(reply.choices[0]!.finish_reason, 'length')
   assert.equal(reply.usage!.completion_tokens, 5)
   let chunks = 0
-  for await (const c of await client.chat.completions.create({ model: 'lb-tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, stream: true })) {
+  for await (const c of await client.chat.completions.create({ model: 'lb-tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, stream: true, temperature: 0 })) {
     if (c.choices[0]?.delta.content !== undefined) chunks++
   }
   assert.ok(chunks > 0, 'the stream carries the reply')
