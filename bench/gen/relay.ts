@@ -21,7 +21,9 @@
 // --ttft N: before the throughput rounds, N one-token streams one at a time,
 // alternating straight, through lb's generation gateway, through lb's plain
 // HTTP proxy to the same server (a [services] route, no generation service) and
-// through a byte relay (byte-relay.ts: the floor of any relay process here):
+// through a byte relay (byte-relay.ts: the floor of any relay process here),
+// and through each gateway again with a key that has limits (its consumer is
+// admitted by the control plane: a round trip between threads the others skip):
 // the time to first token each adds, from N samples each rather than from the
 // throughput rounds' few first tokens (one per stream at one stream), and what
 // the data plane's hop alone costs beside what the gateway's costs.
@@ -34,6 +36,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Agent, request } from 'undici'
+import { tokenHash } from '../../core/auth/token-digest.js'
 
 const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..')
 const args = process.argv.slice(2)
@@ -121,13 +124,16 @@ async function load (base: string, conc: number, agent: Agent): Promise<Run> {
   return { tokens, ms: performance.now() - t0, ttft, busy: (m1.busy - m0.busy) / (m1.all - m0.all) }
 }
 
-/** One stream of one token from `url` (a base with the API path): ms to its first content piece. */
-async function firstToken (url: string, agent: Agent): Promise<number> {
+/** The key of a consumer with limits (rpm, far above what the bench sends): `config`. */
+const LIMITED_KEY = 'lb-bench-limited-key-0123456789abcdef'
+
+/** One stream of one token from `url` (a base with the API path), with `key` when not '': ms to its first content piece. */
+async function firstToken (url: string, agent: Agent, key = ''): Promise<number> {
   const s = performance.now()
   const res = await request(url, {
     method: 'POST',
     dispatcher: agent,
-    headers: { 'content-type': 'application/json' },
+    headers: key === '' ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     body: JSON.stringify({ model: 'fake', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'go' }] }),
   })
   let t = NaN
@@ -136,16 +142,22 @@ async function firstToken (url: string, agent: Agent): Promise<number> {
   return t
 }
 
-/** TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay), the plain proxy and the byte relay. */
+/**
+ * TTFT_N one-token streams one at a time, the ways in turn; prints the added ms of each gateway (per relay, without
+ * a key and with LIMITED_KEY), the plain proxy and the byte relay.
+ */
 async function ttftPhase (mode: string, direct: string, throughs: Record<string, string>, floor: string, agent: Agent): Promise<void> {
-  const ways: Record<string, string> = { direct: `${direct}/v1/chat/completions` }
-  for (const [relay, base] of Object.entries(throughs)) ways[`generation gateway, relay = ${relay}`] = `${base}/v1/chat/completions`
-  ways['plain proxy (same lb)'] = `${Object.values(throughs)[0]!}/plain/v1/chat/completions`
-  ways['byte relay (floor)'] = `${floor}/v1/chat/completions`
+  const ways: Record<string, [url: string, key: string]> = { direct: [`${direct}/v1/chat/completions`, ''] }
+  for (const [relay, base] of Object.entries(throughs)) {
+    ways[`generation gateway, relay = ${relay}`] = [`${base}/v1/chat/completions`, '']
+    ways[`generation gateway, relay = ${relay}, a key with limits`] = [`${base}/v1/chat/completions`, LIMITED_KEY]
+  }
+  ways['plain proxy (same lb)'] = [`${Object.values(throughs)[0]!}/plain/v1/chat/completions`, '']
+  ways['byte relay (floor)'] = [`${floor}/v1/chat/completions`, '']
   const got: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((w) => [w, []]))
   for (let i = 0; i < TTFT_N + 10; i++) {
     for (const w of Object.keys(ways)) {
-      const t = await firstToken(ways[w]!, agent)
+      const t = await firstToken(ways[w]![0], agent, ways[w]![1])
       if (i >= 10) got[w]!.push(t) // the first ten warm the code paths
     }
   }
@@ -190,6 +202,12 @@ builtin_model = false
 ollama_models = "off"
 request_timeout = "10m"
 relay = "${relay}"
+[generation.auth]
+required = false
+[[generation.keys]]
+consumer = "limited"
+hash = "${tokenHash(LIMITED_KEY)}"
+rpm = 1000000000
 [[generation.servers]]
 name = "fake"
 kind = "openai"
