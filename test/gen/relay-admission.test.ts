@@ -8,11 +8,11 @@
 
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
-import { test } from 'node:test'
+import { type TestContext, test } from 'node:test'
 import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
-import { startLb, waitFor } from '../helpers.js'
-import { type FakeOpenAi, startFakeOpenAi } from './fake-openai.js'
+import { type Lb, startLb, waitFor } from '../helpers.js'
+import { type FakeOpenAi, type Mode, startFakeOpenAi } from './fake-openai.js'
 import { gatewayConfig, lbMetric, openaiServers } from './helpers.js'
 
 const LIMITED = 'lb-limited-key-0123456789abcdefgh'
@@ -37,12 +37,18 @@ function openStream (url: string, key: string): Promise<() => void> {
 
 const held = (a: FakeOpenAi, b: FakeOpenAi): [number, number] => [a.bodies.length, b.bodies.length]
 
-test('a consumer without limits is admitted in the worker; the server with the fewest in flight is picked across workers', async (t) => {
+/** Two servers of model m that hold every stream open, behind lb with two workers and no keys. */
+async function twoServers (t: TestContext): Promise<{ a: FakeOpenAi, b: FakeOpenAi, lb: Lb }> {
   const a = await startFakeOpenAi(t, ['m'])
   const b = await startFakeOpenAi(t, ['m'])
   a.mode = b.mode = 'hang'
   const lb = await startLb(gatewayConfig({}, openaiServers({ a: a.url, b: b.url })), { workers: 2 })
   t.after(() => lb.stop())
+  return { a, b, lb }
+}
+
+test('a consumer without limits is admitted in the worker; the server with the fewest in flight is picked across workers', async (t) => {
+  const { a, b, lb } = await twoServers(t)
   const closes: Array<() => void> = []
   const toB: Array<() => void> = []
   // one stream at a time, each held open: with the counts shared, each goes where fewer are in flight
@@ -98,49 +104,31 @@ models = ["n"]
 })
 
 test('every way a worker-admitted request ends gives its count back: a server dying mid-stream, refusing, a client leaving', async (t) => {
-  const a = await startFakeOpenAi(t, ['m'])
-  const b = await startFakeOpenAi(t, ['m'])
-  a.mode = b.mode = 'hang'
-  const lb = await startLb(gatewayConfig({}, openaiServers({ a: a.url, b: b.url })), { workers: 2 })
-  t.after(() => lb.stop())
+  const { a, b, lb } = await twoServers(t)
   // one stream held at one server (x): while the other (y) has none in flight, every request goes to y
   const hold = await openStream(lb.url, 'none')
   const [x, y] = a.bodies.length === 1 ? [a, b] : [b, a]
   const ended = (outcome: string): Promise<number> => lbMetric(lb, `lb_gen_requests_total{endpoint="chat",outcome="${outcome}"}`).catch(() => 0)
-  const oneAtY = async (what: string, k: number, end: () => Promise<void>): Promise<void> => {
-    const atX = x.bodies.length
-    const atY = y.bodies.length
-    await end()
-    assert.equal(x.bodies.length, atX, `${what} #${k}: went to the server with one in flight, so y's count was not given back`)
-    assert.equal(y.bodies.length, atY + 1, `${what} #${k}`)
-  }
-  // each kind three times: one count left behind makes the second a tie and the third go to x
-  y.mode = 'die'
-  for (let k = 1; k <= 3; k++) {
-    await oneAtY('dying mid-stream', k, async () => {
-      const before = await ended('error')
-      await openStream(lb.url, 'none')
-      y.events.emit('go')
-      await waitFor(async () => await ended('error') > before ? true : null, 'the death counted')
-    })
-  }
-  y.mode = 'fail400'
-  for (let k = 1; k <= 3; k++) {
-    await oneAtY('refused (400)', k, async () => {
-      const before = await ended('client_error')
-      const r = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }) })
-      assert.equal(r.status, 400)
-      await waitFor(async () => await ended('client_error') > before ? true : null, 'the refusal counted')
-    })
-  }
-  y.mode = 'hang'
-  for (let k = 1; k <= 3; k++) {
-    await oneAtY('the client leaving mid-stream', k, async () => {
-      const before = await ended('cancelled')
-      const close = await openStream(lb.url, 'none')
-      close()
-      await waitFor(async () => await ended('cancelled') > before ? true : null, 'the cancel counted')
-    })
+  const ask = (): Promise<Response> => fetch(`${lb.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }),
+  })
+  const ways: Array<{ what: string, mode: Mode, outcome: string, end: () => Promise<void> }> = [
+    { what: 'dying mid-stream', mode: 'die', outcome: 'error', end: async () => { await openStream(lb.url, 'none'); y.events.emit('go') } },
+    { what: 'refused (400)', mode: 'fail400', outcome: 'client_error', end: async () => assert.equal((await ask()).status, 400) },
+    { what: 'the client leaving mid-stream', mode: 'hang', outcome: 'cancelled', end: async () => (await openStream(lb.url, 'none'))() },
+  ]
+  // each way three times: one count left behind makes the second a tie and the third go to x
+  for (const { what, mode, outcome, end } of ways) {
+    y.mode = mode
+    for (let k = 1; k <= 3; k++) {
+      const atX = x.bodies.length
+      const atY = y.bodies.length
+      const before = await ended(outcome)
+      await end()
+      await waitFor(async () => await ended(outcome) > before ? true : null, `${what} #${k} counted`)
+      assert.equal(x.bodies.length, atX, `${what} #${k}: went to the server with one in flight, so y's count was not given back`)
+      assert.equal(y.bodies.length, atY + 1, `${what} #${k}`)
+    }
   }
   hold()
 })

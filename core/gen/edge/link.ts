@@ -72,13 +72,13 @@ export class EdgeLink {
     const offers = this.#offers.get(chain[0]!)!
     // a slot of -1 is counted in the control plane's memory: only it can compare
     if (offers.some((o) => o.server.up && o.server.slots[o.at]! < 0)) return null
-    const slotOf = (i: number): number => offers[i]!.server.slots[offers[i]!.at]!
     const i = chooseServer(offers.length, this.#turn++ % offers.length, (i) => offers[i]!.server.up,
-      (i) => offers[i]!.server.loaded[offers[i]!.at]!, (i) => inFlightAt(i32, slotOf(i)))
+      (i) => offers[i]!.server.loaded[offers[i]!.at]!, (i) => inFlightAt(i32, offers[i]!.server.slots[offers[i]!.at]!))
     if (i < 0) return null
-    const best = offers[i]!
-    addInFlight(i32, slotOf(i), 1)
-    return { server: best.server.call, served: best.server.served[best.at]!, slot: slotOf(i) }
+    const { server, at } = offers[i]!
+    const slot = server.slots[at]!
+    addInFlight(i32, slot, 1)
+    return { server: server.call, served: server.served[at]!, slot }
   }
 
   /** A new request's id (this worker's). */
