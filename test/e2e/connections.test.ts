@@ -133,7 +133,13 @@ for (const engine of ['uws', 'node'] as const) {
     // the open ones still work
     const status = await request(`${lb.url}/status`, { agent })
     assert.equal(status.status, 200)
-    const m = STUB.exec(status.body)!
+    let m = STUB.exec(status.body)!
+    // lb counts a refused connection's close a moment after its client saw it (engine = "node" on Node 22: the
+    // socket's 'close' comes a turn later); CI once read 4 open here
+    for (let i = 0; i < 50 && m[1] !== '3'; i++) {
+      await sleep(20)
+      m = STUB.exec((await request(`${lb.url}/status`, { agent })).body)!
+    }
     assert.deepEqual([Number(m[1]), Number(m[2]), Number(m[3])], [3, 8, 3], 'active 3, accepts 3 + 5, handled 3')
     // below the cap again: new connections are served at once
     agent.destroy()
