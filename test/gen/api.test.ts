@@ -67,6 +67,27 @@ test('generation API (Ollama wire format)', async (t) => {
     assert.ok(!r.json.response.includes('.'))
   })
 
+  await t.test('num_predict and max_tokens bound the reply even when the last token ends mid-character', async () => {
+    // With this seed the random model's 14th token is the first byte of a character the 15th does not finish
+    // (its reply shows U+FFFD there); node-llama-cpp checked its limit only after the 15th, and usage said 15.
+    const ask = (n: number, stream: boolean) => post(base, '/api/generate', { model: 'random', prompt: 'Hi', stream, options: { num_predict: n, seed: 34 } })
+    const longer = (await ask(15, false)).json
+    const whole = (await ask(13, false)).json
+    assert.equal(longer.eval_count, 15)
+    assert.ok(longer.response.startsWith(`${whole.response}\uFFFD`), 'the premise: token 14 ends mid-character')
+    const r = (await ask(14, false)).json
+    assert.equal(r.eval_count, 14)
+    assert.equal(r.done_reason, 'length')
+    assert.equal(r.response, whole.response, 'the unfinished character is dropped')
+    const chunks = lines((await ask(14, true)).text)
+    assert.equal(chunks.at(-1).eval_count, 14)
+    assert.equal(chunks.map((c) => c.response).join(''), whole.response)
+    const o = await post(base, '/v1/completions', { model: 'random', prompt: 'Hi', max_tokens: 14, seed: 34 })
+    assert.equal(o.json.usage.completion_tokens, 14)
+    assert.equal(o.json.choices[0].text, whole.response)
+    assert.equal(o.json.choices[0].finish_reason, 'length')
+  })
+
   await t.test('chat: messages with roles, message chunks, no context', async () => {
     const r = await post(base, '/api/chat', {
       model: 'stories',

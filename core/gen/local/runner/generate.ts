@@ -78,6 +78,13 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     let evalTokens = 0
     let firstAt = 0n
     const generated: Token[] | null = job.returnContext ? [] : null
+    // node-llama-cpp holds back a token that ends mid-character and tests maxTokens only once the character is
+    // whole, so the batch that ends a reply can pass the budget by one token. As Ollama does, the reply stops at
+    // the budget and drops the unfinished character: eval_count never exceeds num_predict, nor usage max_tokens.
+    let before: Token[] = []
+    let kept: Token[] | null = null
+    let dropped = ''
+    let keptText = ''
     const opts: LlamaCompletionGenerationOptions = {
       ...samplingOptions(job.sampling, ctxSize),
       maxTokens: budget,
@@ -89,11 +96,17 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
       stopOnAbortSignal: true,
       onToken: (toks) => {
         if (evalTokens === 0) firstAt = now()
+        if (evalTokens + toks.length > budget) toks = kept = toks.slice(0, budget - evalTokens)
+        else before = toks
         evalTokens += toks.length
         if (generated !== null) for (const t of toks) generated.push(t)
         fmt?.onTokens(toks, evalTokens)
       },
       onTextChunk: (piece) => {
+        if (kept !== null) {
+          dropped = piece
+          piece = keptText = h.model.detokenize(kept, false, before).replace(/\uFFFD+$/, '')
+        }
         if (piece === '') return
         if (pieces !== null) pieces.push(piece)
         if (fmt !== null && pieces !== null) text += piece
@@ -105,7 +118,7 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     if (firstAt === 0n) firstAt = end
     const reason = r.metadata.stopReason
     const cancelled = signal.aborted
-    if (!job.stream) text = r.response
+    if (!job.stream) text = kept !== null && r.response.endsWith(dropped) ? r.response.slice(0, r.response.length - dropped.length) + keptText : r.response
     // With a format, a reply cut by the budget (or a stop sequence) gets the shortest text that completes it.
     if (fmt !== null && job.format !== null && !cancelled) {
       const closing = FormatBudget.close(job.format, text, job.formatOptional)
@@ -117,7 +130,7 @@ export async function generate (id: number, job: JobSpec, conf: RunnerConf, port
     }
     pieces?.flush()
     return {
-      doneReason: cancelled ? 'cancel' : reason === 'maxTokens' || reason === 'abort' ? 'length' : 'stop',
+      doneReason: cancelled ? 'cancel' : kept !== null || reason === 'maxTokens' || reason === 'abort' ? 'length' : 'stop',
       text: job.stream ? '' : text,
       promptTokens: promptLen,
       evalTokens,
