@@ -9,6 +9,10 @@
 //   native/build/<version>/libisoc23.so  native/isoc23-shim.c built with cc
 //
 // core/worker/transport/http.ts loads the shim RTLD_GLOBAL, then that copy with RTLD_NOW.
+// It also builds native/build/fd-peek.node (native/fd-peek.c, Linux, any
+// glibc) for the https entry points with HTTP/2; without a C compiler lb works
+// without it (buildPeek below).
+//
 // Nothing outside lb's folder is written; the package's own files are never
 // changed. Idempotent: a copy whose sha256 is already the recorded one is kept.
 // With glibc 2.38 or newer, macOS or Windows the package's binary loads as it
@@ -20,7 +24,7 @@
 //   node scripts/uws-native.mjs --hashes   print the sha256 of every binary (and of each Linux one's weak copy)
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -166,6 +170,34 @@ export function install ({ glibc = glibcVersion(), cc = process.env.CC || 'cc', 
   return 'patched'
 }
 
+/**
+ * Builds native/build/fd-peek.node from native/fd-peek.c (Linux only; core/net/fd-peek.ts says what it is for)
+ * with the Node-API headers of the node-api-headers package. Returns 'built', 'kept' (up to date) or
+ * 'skipped: <why>'; never throws: without it lb terminates those connections in node:tls, as before.
+ */
+export function buildPeek ({ cc = process.env.CC || 'cc', log = () => {} } = {}) {
+  if (process.platform !== 'linux') return `skipped: ${process.platform}`
+  const src = join(ROOT, 'native', 'fd-peek.c')
+  const out = join(ROOT, 'native', 'build', 'fd-peek.node')
+  if (existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs) return 'kept'
+  let include
+  try {
+    include = join(dirname(createRequire(join(ROOT, 'package.json')).resolve('node-api-headers/package.json')), 'include')
+  } catch {
+    return 'skipped: the node-api-headers package is not installed'
+  }
+  mkdirSync(dirname(out), { recursive: true })
+  try {
+    log(`building ${out} with ${cc}`)
+    execFileSync(cc, ['-O2', '-shared', '-fPIC', '-I', include, '-o', out + '.tmp', src], { stdio: ['ignore', 'ignore', 'pipe'] })
+    renameSync(out + '.tmp', out)
+    return 'built'
+  } catch (err) {
+    rmSync(out + '.tmp', { force: true })
+    return `skipped: cannot build it with ${cc} (${err.code === 'ENOENT' ? 'no C compiler' : String(err.stderr ?? err.message).trim().split('\n')[0]})`
+  }
+}
+
 function printHashes () {
   const dir = packageDir()
   const out = {}
@@ -189,6 +221,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     try {
       const what = install({ log: (s) => process.stdout.write(`lb: ${s}\n`) })
       process.stdout.write(`lb: uWebSockets.js native binary: ${what}\n`)
+      process.stdout.write(`lb: native/build/fd-peek.node: ${buildPeek({ log: (s) => process.stdout.write(`lb: ${s}\n`) })}\n`)
     } catch (err) {
       process.stderr.write(`lb: ${err.message}\n`)
       process.exit(1)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What `http2 = true` costs HTTP/1.1 over TLS: one lb (2 workers) with two https
 # entry points in front of one backend, `uws` served by uWS in every worker (as
-# without http2) and `h2` with http2 = true (TLS on node:tls in worker 0, http/1.1
-# handed to the workers' uWS apps over unix sockets). h2load --h1 drives each in
-# turn, ROUNDS times, SECS seconds, C connections; prints requests/s and lb's CPU
-# seconds per 10,000 requests for each, and the h2 run over TLS for reference.
+# without http2) and `h2` with http2 = true (worker 0 accepts; clients offering h2
+# are served there on node:tls, the others handed unread to the workers' uWS apps).
+# h2load --h1 drives each in turn, ROUNDS times, SECS seconds, C connections;
+# prints requests/s and lb's CPU seconds per 10,000 requests for each, the h2 run
+# over TLS for reference, and, where ab is installed, `ab -n 3000 -c C`: a new
+# connection (TLS handshake, no ALPN, Nagle on) per request.
 #   bash bench/e2e/h2-tls-cost.sh            (after npm run build; needs h2load, openssl)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -53,8 +55,20 @@ one () { # name port h2load-args...
   awk -v name="$name" -v n="$n" -v s="$SECS" -v t=$((c1 - c0)) -v hz="$hz" \
     'BEGIN { printf "%-14s %8.0f req/s  %6.3f lb CPU s per 10k requests\n", name, n / s, (t / hz) / n * 10000 }'
 }
+fresh () { # name port: ab, one connection per request
+  local name=$1 port=$2 c0 out c1
+  c0=$(cpu)
+  out=$(ab -q -n 3000 -c "$C" "https://127.0.0.1:$port/" 2>&1)
+  c1=$(cpu)
+  awk -v name="$name" -v t=$((c1 - c0)) -v hz="$hz" '/^Requests per second/ { r = $4 } /^Complete requests/ { n = $3 }
+    END { printf "%-14s %8.0f req/s  %6.3f lb CPU s per 10k requests (ab, new connections)\n", name, r, (t / hz) / n * 10000 }' <<< "$out"
+}
 for r in $(seq "$ROUNDS"); do
   one "uws h1" 19772 --h1
   one "http2=true h1" 19773 --h1
   one "http2=true h2" 19773 -m 10
+  if command -v ab >/dev/null; then
+    fresh "uws h1" 19772
+    fresh "http2=true h1" 19773
+  fi
 done

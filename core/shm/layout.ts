@@ -4,7 +4,7 @@
 //
 //  ┌──────────────────────────────── Int32 words (i32) ────────────────────────────────────┐┌── Float64 words (f64) ──┐
 //  │ HEADER │ SERVERS × SRV │ SERVICES × SVC │ RATE_SETS × RATE_SET │ RATE_ENTRIES × RN (names) ││ STRIPES × STRIPE_WORDS  │
-//  │ [cluster region] │ REVOCATIONS │ MODEL_SLOTS                                                ││                         │
+//  │ [cluster region] │ REVOCATIONS │ MODEL_SLOTS │ HANDOFF_CELLS                                ││                         │
 //  └───────────────────────────────────────────────────────────────────────────────────────┘└─────────────────────────┘
 //
 //  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
@@ -33,7 +33,7 @@
 //
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0), compared with (a - b) | 0 as HAProxy does.
 
-export const LAYOUT_VERSION = 12
+export const LAYOUT_VERSION = 13
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -61,9 +61,7 @@ export const H_MAGIC = 0
 export const H_VERSION = 1
 export const H_WORKERS = 2
 export const H_FAULTS = 3 // control-plane exceptions caught and carried on from (core/control/faults.ts)
-// client connections open now, all workers: +1 when one opens, -1 when it closes (Atomics;
-// core/worker/connections.ts), so a new one sees the exact count for global.max_connections
-export const H_CONN_ACTIVE = 4
+export const H_CONN_ACTIVE = 4 // client connections open now, all workers (Atomics +1/-1, core/worker/connections.ts)
 // word 5: unused
 export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control plane
 export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
@@ -203,8 +201,12 @@ export let REVOKE_BASE = 0
 
 // Requests in flight per (remote model server, model) pair, one word per slot, after the revocations
 // (core/shm/model-inflight.ts): Atomics.add at a request's start and end, read by every pick of a model server.
+// Then the hand-off cells (core/shm/fd-handoff.ts): 0 = free, else a connection worker 0 hands to another worker,
+// owned by whoever swaps the cell back to 0.
 export const MODEL_SLOTS = 4096
 export let MODEL_BASE = 0
+export const HANDOFF_CELLS = 256
+export let HANDOFF_BASE = 0
 
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
@@ -314,7 +316,8 @@ function setCapacities (caps: Capacities, clusterSets = 0, revokeSets = REVOKE_E
   REVOKE_SETS = revokeSets
   REVOKE_BASE = Math.ceil((clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS) / 16) * 16
   MODEL_BASE = REVOKE_BASE + REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
-  I32_WORDS = MODEL_BASE + MODEL_SLOTS
+  HANDOFF_BASE = MODEL_BASE + MODEL_SLOTS
+  I32_WORDS = HANDOFF_BASE + HANDOFF_CELLS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
@@ -324,7 +327,7 @@ setCapacities(DEFAULT_CAPACITIES)
 /** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
 export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): number {
   const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
-    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS
+    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS + HANDOFF_CELLS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
   return i32 * 4 + (workers + 1) * stripe * 8
 }
@@ -383,18 +386,7 @@ export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
   return { buffer, i32, f64, workers }
 }
 
-export function serverBase (slot: number): number {
-  return SERVERS_BASE + slot * SRV_WORDS
-}
-
-export function serviceBase (slot: number): number {
-  return SERVICES_BASE + slot * SVC_WORDS
-}
-
-export function stripeBase (stripe: number): number {
-  return stripe * STRIPE_WORDS
-}
-
-export function serverCounterBase (stripe: number, slot: number): number {
-  return stripe * STRIPE_WORDS + GLOBAL_COUNTERS + slot * SRV_COUNTERS
-}
+export function serverBase (slot: number): number { return SERVERS_BASE + slot * SRV_WORDS }
+export function serviceBase (slot: number): number { return SERVICES_BASE + slot * SVC_WORDS }
+export function stripeBase (stripe: number): number { return stripe * STRIPE_WORDS }
+export function serverCounterBase (stripe: number, slot: number): number { return stripe * STRIPE_WORDS + GLOBAL_COUNTERS + slot * SRV_COUNTERS }

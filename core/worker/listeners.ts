@@ -10,6 +10,9 @@
 //   socket in global.state_dir.
 // - https with http2.enabled: terminated in worker 0 as above; ALPN picks h2
 //   (served in worker 0 by h2.ts) or http/1.1 (handed to a worker's uWS app).
+//   Without mTLS, a client that offers no h2 skips node:tls: its connection
+//   goes, unread, to an app every worker keeps for the entry point that
+//   listens on nothing (tls-terminator.ts, core/shm/fd-handoff.ts).
 // - h2c: a node:net server in worker 0 handing sessions to h2.ts (h2c.ts).
 // - tcp: a node:net server in worker 0 (tcp-proxy.ts).
 // - http, https with engine = "node": a node:http(s) server (node-engine.ts)
@@ -34,7 +37,7 @@
 // stay on the old app, new ones get the new certificate. (Connections still in
 // the old socket's accept queue at that instant are reset by Linux unless
 // net.ipv4.tcp_migrate_req = 1.) The terminator swaps its secure context.
-import { chmodSync, rmSync } from 'node:fs'
+import { chmodSync, closeSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { isTerminated, tlsChallengeEntrypoints } from '../config/acme.js'
 import type { EntryPointConf } from '../config/static.js'
@@ -54,6 +57,8 @@ import { TcpListener, openSessions } from './proxy/tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls/tls-terminator.js'
 import { acmeKey, withAcme } from './tls/acme-sni.js'
 import { H2cListener } from './transport/h2c.js'
+import { FdSender, receiveFds } from '../shm/fd-handoff.js'
+import { fdCalls } from '../net/fd-peek.js'
 
 type Uws = ReturnType<typeof loadUws>
 
@@ -80,6 +85,8 @@ export class EntryPoints {
   /** fingerprint of the TLS files each https entry point serves now */
   readonly #prints = new Map<string, string>()
   readonly #terminators = new Map<string, TlsTerminator>()
+  /** the apps that serve the connections a terminator hands on (#handsOff), by entry point number */
+  readonly #adopters = new Map<number, Listener>()
   /** this worker's node engine listeners (node-engine.ts), by entry point name */
   readonly #nodes = new Map<string, NodeListener>()
   /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
@@ -114,6 +121,26 @@ export class EntryPoints {
     return isTerminated(ep, this.#alpnEps) // false for the node engine: node:https is its own TLS
   }
 
+  /** Whether worker 0's terminator hands some of the entry point's connections to the workers' uWS apps (tls-terminator.ts). */
+  #handsOff (ep: EntryPointConf): boolean {
+    return this.#terminated(ep) && ep.tls!.ca === '' && fdCalls !== null
+  }
+
+  /** An app that listens on nothing and serves the connections handed to it, with the entry point's certificates. */
+  async #adopter (ep: EntryPointConf, i: number): Promise<Listener> {
+    const l = await listenHttp(this.#uws, '', 0, ep.name, 'https', this.#handler,
+      { ...PLAIN, tls: withAcme(ep, this.#acme), adoptOnly: true, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(i) })
+    return l!
+  }
+
+  /** Serves `fd`, a connection of entry point number `ep`; false when this worker has no app for it (the caller keeps it). */
+  #adopt (ep: number, fd: number): boolean {
+    const a = this.#adopters.get(ep)
+    if (a === undefined) return false
+    a.adopt!(fd)
+    return true
+  }
+
   /** Whether the entry point is a web one with its own listener in every worker (uWS, or the node engine), not one of worker 0's node:net servers (tcp, h2c) or node:tls terminators. */
   #isWeb (ep: EntryPointConf): boolean {
     return ep.protocol !== 'tcp' && ep.protocol !== 'h2c' && !this.#terminated(ep)
@@ -131,8 +158,24 @@ export class EntryPoints {
 
   /** Internal listeners, the terminators' certificates, then the public listeners. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
   async start (): Promise<void> {
+    let sender: FdSender | null = null
+    if (this.#eps.some((ep) => this.#handsOff(ep))) {
+      const i32 = this.#shm.i32
+      const stop = receiveFds(i32, this.#worker, (ep, fd) => { if (!this.#adopt(ep, fd)) closeSync(fd) })
+      process.on('exit', stop)
+      if (this.#worker === 0) sender = new FdSender(i32, 0, this.#workers, (ep, fd) => this.#adopt(ep, fd))
+    }
     for (const [i, ep] of this.#eps.entries()) {
       if (!this.#terminated(ep)) continue
+      if (this.#handsOff(ep)) {
+        try {
+          this.#prints.set(ep.name, tlsFingerprint(ep.tls!)) // read before uWS reads the files, as in #listenOne
+          this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))
+          this.#adopters.set(i, await this.#adopter(ep, i))
+        } catch (err) {
+          throw tlsError(ep, err)
+        }
+      }
       const path = this.socketPath(i, this.#worker)
       if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
       rmSync(path, { force: true }) // left by a previous run of this worker
@@ -147,7 +190,8 @@ export class EntryPoints {
           this.#prints.set(ep.name, tlsFingerprint(ep.tls!))
           const workers = this.#workers
           const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns, log: this.#log } : null
-          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2)
+          const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2,
+            sender === null ? null : (fd) => sender.give(i, fd))
           t.setChallenges(this.#alpn)
           this.#terminators.set(ep.name, t)
           this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))
@@ -263,18 +307,21 @@ export class EntryPoints {
   }
 
   async #refresh (): Promise<void> {
-    for (const ep of this.#eps) {
+    for (const [i, ep] of this.#eps.entries()) {
       if (ep.protocol !== 'https') continue
-      // a terminated entry point's certificates live in worker 0's terminator; the others only listen on a unix socket
-      if (this.#terminated(ep) && this.#worker !== 0) continue
+      // a terminated entry point's certificates live in worker 0's terminator, and in every worker's app that
+      // serves the connections it hands on; the other workers only listen on a unix socket
+      if (this.#terminated(ep) && this.#worker !== 0 && !this.#handsOff(ep)) continue
       try {
         const print = tlsFingerprint(ep.tls!)
         // the files changed, or the ACME certificates (acme-sni.ts; never on mTLS entry points: lb check refuses them)
         const acme = acmeKey(ep, this.#acme)
         if (print === this.#prints.get(ep.name) && acme === (this.#acmeKeys.get(ep.name) ?? '')) continue
+        // a new app for new connections; those established stay on the old one
+        if (this.#handsOff(ep)) this.#adopters.set(i, await this.#adopter(ep, i))
         const terminator = this.#terminators.get(ep.name) ?? this.#nodes.get(ep.name)
-        if (terminator !== undefined) {
-          terminator.refresh(withAcme(ep, this.#acme))
+        if (terminator !== undefined || this.#terminated(ep)) {
+          terminator?.refresh(withAcme(ep, this.#acme)) // worker 0; the others have only the app above
           this.#acmeKeys.set(ep.name, acme)
         } else if (ep.engine === 'node') {
           continue // hosted by worker 0 alone (Node < 22.12)

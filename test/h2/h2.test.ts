@@ -10,6 +10,7 @@ import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import http2 from 'node:http2'
+import https from 'node:https'
 import net from 'node:net'
 import tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
@@ -127,8 +128,46 @@ describe('HTTP/2 on an https entry point (ALPN)', () => {
       s.on('error', reject)
     })
     assert.equal(await alpn(h2s, ['h2', 'http/1.1']), 'h2')
-    assert.equal(await alpn(h2s, ['http/1.1']), 'http/1.1')
+    // no h2 offered: the connection goes unread to a worker's uWS app, whose TLS selects no protocol
+    assert.equal(await alpn(h2s, ['http/1.1']), false)
+    assert.equal(await alpn(h2s, []), false)
     assert.equal(await alpn(plain, ['h2', 'http/1.1']), false)
+  })
+
+  test('a client that shows no whole ClientHello within 50 ms is served by node:tls (ALPN http/1.1), and well', async () => {
+    const raw = net.connect(h2s, '127.0.0.1')
+    await new Promise((resolve) => raw.once('connect', resolve))
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const s = tls.connect({ socket: raw, servername: 'localhost', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] })
+    await new Promise((resolve, reject) => { s.once('secureConnect', resolve); s.once('error', reject) })
+    assert.equal(s.alpnProtocol, 'http/1.1')
+    s.write('GET /late HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
+    let text = ''
+    s.setEncoding('utf8')
+    s.on('data', (d: string) => { text += d })
+    await new Promise((resolve) => s.once('end', resolve))
+    assert.match(text, /^HTTP\/1\.1 200 [\s\S]*"url":"\/late"/)
+  })
+
+  test('HTTP/1.1 clients that skip node:tls: 40 connections of 5 keep-alive requests, each with its real client address', async () => {
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 40, rejectUnauthorized: false })
+    const get = (i: number): Promise<any> => new Promise((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port: h2s, path: `/k${i}`, agent }, (res) => {
+        let body = ''
+        const alpn = (res.socket as tls.TLSSocket).alpnProtocol
+        res.setEncoding('utf8')
+        res.on('data', (d: string) => { body += d })
+        res.on('end', () => resolve({ alpn, ...JSON.parse(body) }))
+      }).on('error', reject)
+    })
+    const all = await Promise.all(Array.from({ length: 200 }, (_, i) => get(i)))
+    agent.destroy()
+    assert.deepEqual(all.map((r) => r.url), Array.from({ length: 200 }, (_, i) => `/k${i}`))
+    for (const r of all) {
+      assert.equal(r.alpn, false)
+      assert.equal(r.headers['x-real-ip'], '127.0.0.1')
+      assert.equal(r.headers['x-forwarded-proto'], 'https')
+    }
   })
 
   test('a request over h2 is routed and proxied as over HTTP/1.1: Host from :authority, X-Forwarded-Proto https', async () => {

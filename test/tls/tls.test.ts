@@ -221,7 +221,7 @@ async function step<T> (what: string, p: Promise<T>): Promise<T> {
 }
 
 describe('certificates re-read on SIGHUP', () => {
-  let backend: Backend, echo: Awaited<ReturnType<typeof startWsEcho>>, lb: Lb, mtls: number, live: { cert: string, key: string }
+  let backend: Backend, echo: Awaited<ReturnType<typeof startWsEcho>>, lb: Lb, mtls: number, h2s: number, live: { cert: string, key: string }
   let migrate: ReturnType<typeof migrateRequests>
   before(async () => {
     migrate = migrateRequests() // what docs/tls-ws-tcp.md asks of a host; without it, see the test
@@ -240,6 +240,11 @@ ${tlsTable('websecure', live.cert, live.key)}
 address = "127.0.0.1:0"
 protocol = "https"
 ${tlsTable('mtls', live.cert, live.key, `ca = "${certs.ca}"`)}
+[entrypoints.h2s]
+address = "127.0.0.1:0"
+protocol = "https"
+http2 = true
+${tlsTable('h2s', live.cert, live.key)}
 [routers.ws]
 rule = "PathPrefix(\`/ws\`)"
 service = "ws"
@@ -249,6 +254,7 @@ address = "${echo.address}"
 check = false
 ${routes(backend.address)}`)
     mtls = await lb.portOf('mtls')
+    h2s = await lb.portOf('h2s')
   })
   after(async () => { await lb.stop(); await backend.close(); await echo.close(); migrate.restore() })
 
@@ -289,9 +295,13 @@ ${routes(backend.address)}`)
     const want = fingerprint(next.cert)
     await waitFor(async () => (await tried(lb.port)) === want, 'the https entry point to serve the new certificate', 6000)
     await waitFor(async () => (await tried(mtls, client)) === want, 'the mTLS entry point to serve the new certificate', 6000)
-    // each worker swaps its listener on its own: wait until both have (one handshake above may have met either)
+    // each worker swaps its listener on its own: wait until both have (one handshake above may have met either);
+    // on the h2 entry point the terminator and both workers' apps for the clients it hands on
     const reloaded = (ep: string): number => (lb.log().match(new RegExp(`TLS certificates reloaded[^\\n]*"entrypoint":"${ep}"`, 'g')) ?? []).length
-    await waitFor(() => reloaded('websecure') >= 2 && reloaded('mtls') >= 1, 'both workers and the terminator to log the swap', 6000)
+    await waitFor(() => reloaded('websecure') >= 2 && reloaded('mtls') >= 1 && reloaded('h2s') >= 2, 'both workers and the terminator to log the swap', 6000)
+    // h2 entry point: a client offering h2 (node:tls in worker 0) and, on both workers' apps, ones that offer only http/1.1
+    assert.equal((await handshake(h2s, { ALPNProtocols: ['h2'] })).peer, want)
+    for (let i = 0; i < 4; i++) assert.equal((await handshake(h2s, { ALPNProtocols: ['http/1.1'] })).peer, want)
     // and handshakes go on after the swap
     const swapped = handshakes + failures.length
     await waitFor(() => handshakes + failures.length >= swapped + 10, '10 more handshakes after the swap', 5000, 10)

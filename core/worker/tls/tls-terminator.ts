@@ -18,6 +18,15 @@
 // entry point, with X-Forwarded-Proto https. Connections are handed to the
 // workers in turn; a worker that cannot be reached (restarting) is skipped.
 //
+// A client that offers no h2 (nor acme-tls/1) need not pay for node:tls and the
+// unix-socket hop: where lb's addon is built (core/net/fd-peek.ts) and the entry
+// point has no mTLS, connections are accepted paused, their ClientHello is
+// peeked at (left unread), and those are handed, as descriptors, to a worker's
+// uWS app for the entry point (core/shm/fd-handoff.ts), whose TLS and HTTP are
+// native; uWS answers without ALPN (RFC 7301 §3.2 lets a server ignore it),
+// as on any uWS entry point. What offers h2, and what does not show a whole
+// ClientHello within PEEK_WAIT_MS, is served here as before.
+//
 // Certificates are re-read on refresh() (every config generation, so SIGHUP):
 // setSecureContext applies to new handshakes, established connections keep theirs.
 import net from 'node:net'
@@ -27,8 +36,10 @@ import type { AcmeAlpnChallenge } from '../../protocol.js'
 import type { EntryPointConf } from '../../config/static.js'
 import type { TlsConf } from '../../config/tls.js'
 import { proxyV2Header } from '../../net/proxy-protocol.js'
+import { parseClientHello, type ClientHello } from '../../net/client-hello.js'
+import { EAGAIN, fdCalls, socketFd } from '../../net/fd-peek.js'
 import { NetListener } from '../../net/listen.js'
-import { AlpnChallenges } from './tls-alpn.js'
+import { ACME_TLS_1, AlpnChallenges } from './tls-alpn.js'
 import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
 import type { Connections } from '../connections.js'
 import { h2Server } from '../transport/h2.js'
@@ -44,6 +55,11 @@ export interface H2Serving {
 }
 
 const conns = new Set<tls.TLSSocket>()
+
+/** Room for any ClientHello record (client-hello.ts); one buffer for every connection: a peek is synchronous. */
+const PEEK = Buffer.allocUnsafe(20_000)
+/** How long a connection may take to show its whole ClientHello before it is served here unread, in ms. */
+const PEEK_WAIT_MS = 50
 
 /** Client connections this thread's terminators hold open. */
 export function openTerminated (): number {
@@ -61,13 +77,19 @@ export class TlsTerminator extends NetListener {
   #tls: tls.Server | null = null
   #next = 0
   readonly #h2: H2Serving | null
+  /** gives a connection's descriptor to a worker's uWS app (fd-handoff.ts); null: every connection is served here */
+  readonly #handoff: ((fd: number) => void) | null
 
-  /** `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). Throws when the certificate files are unusable. */
+  /**
+   * `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). `handoff`: where connections that
+   * need nothing of node:tls go, when they can (see the top). Throws when the certificate files are unusable.
+   */
   constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number,
-    h2: H2Serving | null = null) {
+    h2: H2Serving | null = null, handoff: ((fd: number) => void) | null = null) {
     super()
     this.#ep = ep
     this.#h2 = h2
+    this.#handoff = fdCalls !== null && conf.ca === '' ? handoff : null
     this.#conf = conf
     this.#alpn = new AlpnChallenges(ep.name)
     this.#workers = workers
@@ -103,7 +125,9 @@ export class TlsTerminator extends NetListener {
     // only reports the time-out, and a connection left open here would hold a descriptor of the process for good
     secure.on('tlsClientError', (_err, sock) => { sock.destroy() })
     const serve = (sock: net.Socket): void => { secure.emit('connection', sock) }
-    const server = net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
+    const server = this.#handoff === null
+      ? net.createServer((sock) => this.#alpn.accept(sock, serve, this.#handshakeMs()))
+      : net.createServer({ pauseOnConnect: true }, (sock) => this.#peek(sock, serve, performance.now()))
     server.on('error', () => { /* listen errors are reported through listen() */ })
     const ok = await this.bind(server, this.#ep.host, this.#ep.port)
     if (ok) this.#tls = secure
@@ -126,6 +150,33 @@ export class TlsTerminator extends NetListener {
   /** The tls-alpn-01 challenges to answer from now on. Throws (keeping the current ones) on an unusable certificate. */
   setChallenges (challenges: Readonly<Record<string, AcmeAlpnChallenge>>): void {
     this.#alpn.set(challenges)
+  }
+
+  /** Hands `sock` on to a uWS app if its ClientHello asks for nothing node:tls alone does; else serves it here. */
+  #peek (sock: net.Socket, serve: (sock: net.Socket) => void, since: number, wait = 1): void {
+    if (sock.destroyed) return
+    const fd = socketFd(sock)
+    const n = fdCalls!.peek(fd, PEEK)
+    const hello = n > 0 ? parseClientHello(PEEK.subarray(0, n)) : null
+    if ((n === -EAGAIN || (hello === null && n > 0 && n < PEEK.length)) && performance.now() - since < PEEK_WAIT_MS) {
+      // 1, 2, 4... ms: a client that sends nothing costs a handful of wake-ups, not one per ms
+      setTimeout(() => this.#peek(sock, serve, since, wait * 2), wait)
+      return
+    }
+    if (hello !== null && hello !== 'not-tls' && !this.#needsNodeTls(hello)) {
+      const own = fdCalls!.dup(fd)
+      if (own >= 0) {
+        sock.destroy() // closes the socket's descriptor; the connection lives on in `own`
+        this.#handoff!(own)
+        return
+      }
+    }
+    sock.resume() // paused since accepted; its bytes are all still unread
+    this.#alpn.accept(sock, serve, this.#handshakeMs())
+  }
+
+  #needsNodeTls (hello: ClientHello): boolean {
+    return (this.#h2 !== null && hello.alpn.includes('h2')) || hello.alpn.includes(ACME_TLS_1)
   }
 
   #sni (name: string): tls.SecureContext | undefined {

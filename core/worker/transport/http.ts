@@ -291,8 +291,8 @@ type FragmentingWebSocket = WebSocket<WsUserData> & Pick<ClientWebSocket, 'sendF
 
 const apps: TemplatedApp[] = []
 
-/** The client time-outs of this build's apps, in s, checked on a 4-second tick; its .d.ts lacks them (TimeoutsConf says what each covers). */
-type TimedApp = TemplatedApp & { setIdleTimeout (s: number): TimedApp, setResponseTimeout (s: number): TimedApp }
+/** What this build's apps have beyond its .d.ts: adoptSocket, and the client time-outs in s, checked on a 4-second tick (TimeoutsConf says what each covers). */
+type TimedApp = TemplatedApp & { setIdleTimeout (s: number): TimedApp, setResponseTimeout (s: number): TimedApp, adoptSocket (fd: number): void }
 let clientTimeouts = [30, 30] // uWS's own until the config's are set: [timeouts.header, timeouts.client_keep_alive]
 const applyTimeouts = (app: TemplatedApp): void => { (app as TimedApp).setIdleTimeout(clientTimeouts[0]!).setResponseTimeout(clientTimeouts[1]!) }
 const adopt = (app: TemplatedApp): void => { apps.push(app); applyTimeouts(app) } // closed by closeAllApps
@@ -322,7 +322,7 @@ function readRequest (req: HttpRequest, res: HttpResponse, entrypoint: string, p
 }
 
 /**
- * Starts a uWS app for one entry point. Every request is copied into a Ctx and handed to `handler`; so is every
+ * Starts a uWS app for one entry point (or one that listens on nothing and serves the connections given to its adopt). Every request is copied into a Ctx and handed to `handler`; so is every
  * WebSocket upgrade request, with a client whose `websocket` is set. Resolves once listening (SO_REUSEPORT: every
  * worker listens on the same address and the kernel spreads connections). An https app whose files cannot be
  * used throws (uWS: "App construction failed"); callers check the files first (core/config/tls.ts).
@@ -333,9 +333,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
   if (opts.wsMaxMessage > 0) await startCorkAnchor(uws)
   const app = tls === null ? uws.App() : uws.SSLApp(sslOptions(tls.cert, tls.key, tls.ciphers))
   adopt(app)
-  const proxied = opts.proxied
-  const conns = opts.conns
-  const sent = opts.sent
+  const { proxied, conns, sent } = opts
   if (conns !== null) {
     // +1 when a connection opens, -1 when it closes, except after an upgrade: a
     // WebSocket's close comes to the ws close handler below instead
@@ -390,6 +388,7 @@ export async function listenHttp (uws: Uws, host: string, port: number, entrypoi
       }
     }
   }
+  if (opts.adoptOnly) return { port: 0, close: () => {}, adopt: (fd) => { (app as TimedApp).adoptSocket(fd) } }
   return new Promise((resolve) => {
     const listener = (t: us_listen_socket | false, unix = false): Listener | null => t === false ? null : { port: unix ? 0 : uws.us_socket_local_port(t), close: () => uws.us_listen_socket_close(t) }
     const bind = (p: number, done: (l: Listener | null) => void): void => { app.listen(host, p, (t) => done(listener(t))) }

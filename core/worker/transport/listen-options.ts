@@ -14,9 +14,11 @@ export interface SentCounter {
 export type RequestHandler = (ctx: Ctx, client: ClientResponse) => void
 
 export interface Listener {
-  /** the port it is bound to: the kernel's choice when the entry point asked for 0; 0 on a unix socket */
+  /** the port it is bound to: the kernel's choice when the entry point asked for 0; 0 on a unix socket or without one */
   readonly port: number
   close (): void
+  /** serves a connection accepted elsewhere (its descriptor, owned by the app from now on); only on an adoptOnly app */
+  readonly adopt?: (fd: number) => void
 }
 
 export interface ListenOptions {
@@ -24,6 +26,8 @@ export interface ListenOptions {
   readonly tls: TlsConf | null
   /** listen on this unix socket instead of host:port (the internal hop behind the mTLS terminator) */
   readonly unixPath: string
+  /** no listen socket: the app serves the connections given to adopt() (core/shm/fd-handoff.ts) */
+  readonly adoptOnly: boolean
   /** the peer is lb's own TLS terminator: the client address comes from the PROXY v2 header it sends */
   readonly proxied: boolean
   /** largest WebSocket message a client may send; 0 = no WebSocket route */
@@ -34,7 +38,7 @@ export interface ListenOptions {
   readonly sent: SentCounter | null
 }
 
-export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', proxied: false, wsMaxMessage: 0, conns: null, sent: null })
+export const PLAIN: ListenOptions = Object.freeze({ tls: null, unixPath: '', adoptOnly: false, proxied: false, wsMaxMessage: 0, conns: null, sent: null })
 
 /** uSockets options for one certificate (uWS's AppOptions): it sets the TLS 1.2 minimum itself (TLS 1.0/1.1 handshakes fail). */
 export function sslOptions (cert: string, key: string, ciphers: string): { cert_file_name: string, key_file_name: string, ssl_ciphers: string } {
