@@ -111,8 +111,10 @@ export async function run (configPath: string): Promise<Running> {
   }
   if (gen !== null) relayTo(gen)
   const health = new HealthChecker(shm, log)
-  // ACME certificates: taken from storage or ordered once the workers run (until then the default certificate serves)
+  // ACME certificates: those in storage before the workers start (each worker starts with them), orders once the
+  // workers run (they answer the challenges; until then a missing certificate's hosts get the default one)
   const acme = new AcmeManager(config, log, (state) => supervisor.publishAcme(state))
+  void acme.update(config)
 
   // [providers.file] watch: a change there reloads as SIGHUP does (set up once lb is ready, below)
   const watcher = new ConfigWatch(() => reload(), log)
@@ -213,7 +215,7 @@ export async function run (configPath: string): Promise<Running> {
   config = withBoundPorts(config, supervisor.boundPorts)
   for (const e of config.entrypoints) log.info('listening', { entrypoint: e.name, address: formatHostPort(e.host, e.port), protocol: e.protocol })
   health.update(config, slots)
-  void acme.update(config)
+  acme.begin()
   // a certificate change on these replaces their listeners (core/net/listener-swap.ts)
   const challenges = tlsChallengeEntrypoints(config.certificatesResolvers)
   const swapped = config.entrypoints.filter((e) => e.protocol === 'https' && e.engine !== 'node' && !isTerminated(e, challenges)).map((e) => e.name)

@@ -104,6 +104,8 @@ export class AcmeManager {
   readonly #alpn = new Map<string, AcmeAlpnChallenge>()
   #queue: Promise<void> = Promise.resolve()
   #closed = false
+  /** orders wait for begin(): the workers must run to answer their challenges */
+  #ordering = false
 
   /** `publish` hands workers what to serve and resolves once they do (Supervisor.publishAcme). */
   constructor (config: Config, log: Logger, publish: (state: AcmeState) => Promise<void>) {
@@ -197,7 +199,7 @@ export class AcmeManager {
   #plan (e: Entry): void {
     if (e.timer !== null) clearTimeout(e.timer)
     e.timer = null
-    if (this.#closed || e.dropped) return
+    if (this.#closed || e.dropped || !this.#ordering) return
     const wait = Math.max(0, e.dueAt - Date.now())
     e.timer = setTimeout(() => {
       e.timer = null
@@ -310,6 +312,15 @@ export class AcmeManager {
 
   counts (): ReadonlyMap<string, OrderCounts> {
     return new Map([...this.#resolvers].map(([name, r]) => [name, { ...r.counts }]))
+  }
+
+  /**
+   * Orders and renews from now on (once the workers run). Until then update() only takes certificates from
+   * storage, so that the workers start with them: served from the first connection, no listener swapped later.
+   */
+  begin (): void {
+    this.#ordering = true
+    for (const e of this.#entries.values()) this.#plan(e)
   }
 
   /** Stops planning orders; one in flight is abandoned (its result is not stored). */

@@ -218,8 +218,10 @@ describe('pebble down at start, then http-01 issuance, dashboard and metrics, st
     assert.deepEqual(stored.certificates.map((c) => c.domains), [['a.lb.test', 'b.lb.test']])
     a = await restartLb(a)
     const root = await pebble.rootPem()
-    assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
-    assert.doesNotMatch(a.lb.log(), /ordering certificate|renewing certificate/)
+    // from the first connection after ready, in both workers: the workers start with the stored certificate,
+    // rather than get it later and swap their listeners (a reset for a connection caught in the swap)
+    for (let i = 0; i < 8; i++) assert.equal((await peer(a.lb.port, 'a.lb.test', root)).serial, issued.serial)
+    assert.doesNotMatch(a.lb.log(), /ordering certificate|renewing certificate|TLS certificates reloaded/)
   })
 
   test('a restarted worker serves the certificates too', async () => {
