@@ -191,7 +191,7 @@ export class EntryPoints {
           const workers = this.#workers
           const h2 = ep.http2.enabled ? { handler: this.#handler, conns: this.#conns, log: this.#log } : null
           const t = new TlsTerminator(ep, withAcme(ep, this.#acme), workers, (w) => this.socketPath(i, w), () => this.#dp().conf.timeouts.clientMs, h2,
-            sender === null ? null : (fd) => sender.give(i, fd))
+            sender !== null && this.#handsOff(ep) ? (fd) => sender.give(i, fd) : null)
           t.setChallenges(this.#alpn)
           this.#terminators.set(ep.name, t)
           this.#acmeKeys.set(ep.name, acmeKey(ep, this.#acme))

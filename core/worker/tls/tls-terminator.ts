@@ -82,14 +82,15 @@ export class TlsTerminator extends NetListener {
 
   /**
    * `conf`: the entry point's TLS with its ACME certificates (acme-sni.ts). `handoff`: where connections that
-   * need nothing of node:tls go, when they can (see the top). Throws when the certificate files are unusable.
+   * need nothing of node:tls go (see the top; only with lb's addon, never with mTLS). Throws when the certificate
+   * files are unusable.
    */
   constructor (ep: EntryPointConf, conf: TlsConf, workers: number, socketPath: (worker: number) => string, handshakeMs: () => number,
     h2: H2Serving | null = null, handoff: ((fd: number) => void) | null = null) {
     super()
     this.#ep = ep
     this.#h2 = h2
-    this.#handoff = fdCalls !== null && conf.ca === '' ? handoff : null
+    this.#handoff = handoff
     this.#conf = conf
     this.#alpn = new AlpnChallenges(ep.name)
     this.#workers = workers
