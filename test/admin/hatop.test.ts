@@ -52,9 +52,18 @@ interval = "200ms"
     }
     return s
   }
+  // a view's header can be on the screen before curses has redrawn its rows (CI once read view 1's rows under
+  // view 2's header): a view is read once two captures 100 ms apart agree
   const view = async (key: string, re: RegExp, what: string): Promise<string> => {
     tmux('send-keys', '-t', 'hatop', key)
-    return waitFor(re, what)
+    let s = await waitFor(re, what)
+    for (const deadline = Date.now() + 5_000; Date.now() < deadline;) {
+      await sleep(100)
+      const next = screen()
+      if (next === s && re.test(s)) break
+      s = next
+    }
+    return s
   }
 
   // the header reads show info: name, version, release date, pid, node, uptime, connections and pipes
