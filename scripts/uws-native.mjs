@@ -152,15 +152,8 @@ export function install ({ glibc = glibcVersion(), cc = process.env.CC || 'cc', 
   const shim = join(dir, 'libisoc23.so')
   const current = (name) => existsSync(join(dir, name)) && sha256(readFileSync(join(dir, name))) === m.binaries[name].weak
   if (existsSync(shim) && [...origs.keys()].every(current)) return 'kept'
-  mkdirSync(dir, { recursive: true })
-  try {
-    log(`building ${shim} with ${cc}`)
-    execFileSync(cc, ['-O2', '-shared', '-fPIC', '-o', shim + '.tmp', join(ROOT, 'native', 'isoc23-shim.c')], { stdio: ['ignore', 'ignore', 'pipe'] })
-    renameSync(shim + '.tmp', shim)
-  } catch (err) {
-    rmSync(shim + '.tmp', { force: true })
-    return `skipped: cannot build the glibc 2.38 shim with ${cc} (${err.code === 'ENOENT' ? 'no C compiler' : String(err.stderr ?? err.message).trim().split('\n')[0]})`
-  }
+  const failed = buildShared(cc, join(ROOT, 'native', 'isoc23-shim.c'), shim, [], log)
+  if (failed !== null) return `skipped: cannot build the glibc 2.38 shim with ${cc} (${failed})`
   for (const [name, orig] of origs) {
     const buf = Buffer.from(orig)
     markVersionWeak(buf, 'GLIBC_2.38')
@@ -186,15 +179,21 @@ export function buildPeek ({ cc = process.env.CC || 'cc', log = () => {} } = {})
   } catch {
     return 'skipped: the node-api-headers package is not installed'
   }
+  const failed = buildShared(cc, src, out, ['-I', include], log)
+  return failed === null ? 'built' : `skipped: cannot build it with ${cc} (${failed})`
+}
+
+/** Compiles `src` into the shared object `out`, whole or not at all; null, or why it could not. */
+function buildShared (cc, src, out, args, log) {
   mkdirSync(dirname(out), { recursive: true })
   try {
     log(`building ${out} with ${cc}`)
-    execFileSync(cc, ['-O2', '-shared', '-fPIC', '-I', include, '-o', out + '.tmp', src], { stdio: ['ignore', 'ignore', 'pipe'] })
+    execFileSync(cc, ['-O2', '-shared', '-fPIC', ...args, '-o', out + '.tmp', src], { stdio: ['ignore', 'ignore', 'pipe'] })
     renameSync(out + '.tmp', out)
-    return 'built'
+    return null
   } catch (err) {
     rmSync(out + '.tmp', { force: true })
-    return `skipped: cannot build it with ${cc} (${err.code === 'ENOENT' ? 'no C compiler' : String(err.stderr ?? err.message).trim().split('\n')[0]})`
+    return err.code === 'ENOENT' ? 'no C compiler' : String(err.stderr ?? err.message).trim().split('\n')[0]
   }
 }
 

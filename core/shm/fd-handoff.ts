@@ -103,10 +103,10 @@ export class FdSender {
 }
 
 /**
- * Takes the connections worker 0 hands to worker `self`: `adopt` gets each one this thread claimed (and owns
- * from then on). Returns what stops it (the worker's exit).
+ * Takes the connections worker 0 hands to worker `self`, for the life of the thread (unref'd: it keeps none
+ * alive): `adopt` gets each one this thread claimed, and owns it from then on.
  */
-export function receiveFds (i32: Int32Array, self: number, adopt: (ep: number, fd: number) => void): () => void {
+export function receiveFds (i32: Int32Array, self: number, adopt: (ep: number, fd: number) => void): void {
   const c = new BroadcastChannel(channel(self))
   c.unref()
   c.onmessage = (e) => {
@@ -114,5 +114,4 @@ export function receiveFds (i32: Int32Array, self: number, adopt: (ep: number, f
     const v = cellValue(ep, fd)
     if (Atomics.compareExchange(i32, HANDOFF_BASE + cell, v, 0) === v) adopt(ep, fd)
   }
-  return () => c.close()
 }

@@ -161,8 +161,7 @@ export class EntryPoints {
     let sender: FdSender | null = null
     if (this.#eps.some((ep) => this.#handsOff(ep))) {
       const i32 = this.#shm.i32
-      const stop = receiveFds(i32, this.#worker, (ep, fd) => { if (!this.#adopt(ep, fd)) closeSync(fd) })
-      process.on('exit', stop)
+      receiveFds(i32, this.#worker, (ep, fd) => { if (!this.#adopt(ep, fd)) closeSync(fd) })
       if (this.#worker === 0) sender = new FdSender(i32, 0, this.#workers, (ep, fd) => this.#adopt(ep, fd))
     }
     for (const [i, ep] of this.#eps.entries()) {
