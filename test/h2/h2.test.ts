@@ -149,6 +149,35 @@ describe('HTTP/2 on an https entry point (ALPN)', () => {
     assert.match(text, /^HTTP\/1\.1 200 [\s\S]*"url":"\/late"/)
   })
 
+  test('without lb\'s addon (LB_FD_PEEK=off) every client is served by the terminator: ALPN http/1.1, and h2 still', async (t) => {
+    const off = await startLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[entrypoints.h2s]
+address = "127.0.0.1:0"
+protocol = "https"
+http2 = true
+[entrypoints.h2s.tls]
+cert = "${certs.server.cert}"
+key = "${certs.server.key}"
+[routers.web]
+rule = "PathPrefix(\`/\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+address = "${backend.address}"
+check = false
+`, { env: { LB_FD_PEEK: 'off' } })
+    t.after(() => off.stop())
+    const port = await off.portOf('h2s')
+    assert.match(await curl(['--http1.1', '-w', '\n%{http_version}', `https://127.0.0.1:${port}/off`]), /"url":"\/off"[\s\S]*\n1\.1$/)
+    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, ALPNProtocols: ['http/1.1'] })
+    await new Promise((resolve, reject) => { s.once('secureConnect', resolve); s.once('error', reject) })
+    assert.equal(s.alpnProtocol, 'http/1.1', 'node:tls selected it')
+    s.destroy()
+    assert.equal((await h2get(`https://127.0.0.1:${port}`, { ':path': '/off-h2' })).status, 200)
+  })
+
   test('HTTP/1.1 clients that skip node:tls: 40 connections of 5 keep-alive requests, each with its real client address', async () => {
     const agent = new https.Agent({ keepAlive: true, maxSockets: 40, rejectUnauthorized: false })
     const get = (i: number): Promise<any> => new Promise((resolve, reject) => {
