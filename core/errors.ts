@@ -88,6 +88,7 @@ export const ERRORS = {
   // keys and budgets (core/gen/budget/); OpenAI's body carries its own codes for them (invalid_api_key, rate_limit_exceeded)
   LB_ERR_GEN_API_KEY: { status: 401, message: '{reason}: send one of the keys of [[generation.keys]] as "Authorization: Bearer KEY"' },
   LB_ERR_GEN_OVER_BUDGET: { status: 429, message: 'consumer {consumer} is over its limit of {limit} ({used} used); retry in {seconds}s' },
+  LB_ERR_GEN_BUDGET_FULL: { status: 503, message: 'consumer {consumer} has no budget record now: the {ways} consumers without a key that share its place in the budget table all have requests in flight; retry in {seconds}s' },
   LB_ERR_GEN_BUDGET_HELD: { status: 429, message: 'consumer {consumer} reached this node\'s share of its limit of {limit} ({used} used in the cluster): the other nodes hold the rest; retry in {seconds}s' },
 } as const satisfies Record<string, { status: number, message: string }>
 

@@ -9,8 +9,10 @@ import { unwritablePaths } from './config/paths.js'
 import { lbError } from './errors.js'
 import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
-import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON, createShm } from './shm/layout.js'
+import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON } from './shm/layout.js'
+import { createShm } from './shm/buffer.js'
 import { ModelSlots } from './shm/model-inflight.js'
+import { BudgetRecords } from './shm/budget-records.js'
 import { type Management, startManagement } from './admin/index.js'
 import { apiStateOverlay } from './admin/config-api/state.js'
 import { loadStartConfig } from './admin/config-api/state-start.js'
@@ -30,7 +32,8 @@ import type { Cluster } from './cluster/index.js'
 // the scripts' runner only (node:crypto): ioredis is still loaded with [cluster] alone
 import { runScript } from './cluster/scripts.js'
 import type { BudgetCluster } from './gen/budget/lease.js'
-import { type GenerationService, startGeneration } from './gen/service.js'
+import { type GenerationService, type SharedGen, startGeneration } from './gen/service.js'
+import { budgetRoom } from './gen/budget/conf.js'
 
 /** Static settings a reload cannot change: the running values stay and a warning says so. */
 const STATIC_KEYS = ['global', 'entrypoints', 'admin', 'dashboard', 'runtimeSocket', 'generation', 'certificatesResolvers', 'cluster'] as const
@@ -71,9 +74,10 @@ export async function run (configPath: string): Promise<Running> {
   // the shared memory is sized once, here: reloads and API changes must fit it (capacityProblems in apply)
   const limits = config.limits
   const caps = chooseCapacities(limits, config)
-  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON, limits.sessionRevocations)
-  // remote model servers' requests in flight, per model: counted by the workers that admit them too (core/gen/edge/)
-  const modelSlots = new ModelSlots(shm.i32)
+  const shm = createShm(config.global.workers, caps, config.cluster === null ? 0 : CLUSTER_SETS_ON, limits.sessionRevocations, budgetRoom(config.generation))
+  // remote model servers' requests in flight, per model, and the consumers' budgets: the workers that admit
+  // requests themselves count in them too (core/gen/edge/)
+  const sharedGen: SharedGen = { slots: new ModelSlots(shm.i32), budgets: BudgetRecords.of(shm) }
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
   // revoked sessions this node kept before a restart, in the table before any worker reads it
@@ -98,7 +102,7 @@ export async function run (configPath: string): Promise<Running> {
         nodes: () => cluster.status().nodes.length,
         run: (script, keys, args) => cluster.health.track(() => runScript(cluster.redis, script, keys, args)),
       }
-  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster, modelSlots) : null
+  let gen: GenerationService | null = wantGen(config) ? await startGeneration(config.generation, log, genCluster, sharedGen) : null
   const firstSlots = slots.apply(config)
   slots.commit(firstSlots)
   const supervisor = new Supervisor(shm, config, firstSlots, generation, log)
@@ -136,7 +140,7 @@ export async function run (configPath: string): Promise<Running> {
       if (gen === null && wantGen(next)) {
         // the first generate service: start the endpoint (with the running [generation] settings) before routing to it
         try {
-          gen = await startGeneration(next.generation, log, genCluster, modelSlots)
+          gen = await startGeneration(next.generation, log, genCluster, sharedGen)
           const started = gen
           relayTo(started)
           management?.attachGen(() => started.stats())

@@ -22,8 +22,8 @@
 // alternating straight, through lb's generation gateway, through lb's plain
 // HTTP proxy to the same server (a [services] route, no generation service) and
 // through a byte relay (byte-relay.ts: the floor of any relay process here),
-// and through each gateway again with a key that has limits (its consumer is
-// admitted by the control plane: a round trip between threads the others skip):
+// and through each gateway again with a key that has limits (its budget is
+// checked and charged on the records in shared memory, under their lock):
 // the time to first token each adds, from N samples each rather than from the
 // throughput rounds' few first tokens (one per stream at one stream), and what
 // the data plane's hop alone costs beside what the gateway's costs.

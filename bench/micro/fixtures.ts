@@ -3,7 +3,8 @@
 import { parseConfig } from '../../core/configure.js'
 import { createLogger } from '../../core/log.js'
 import type { Hooks } from '../../core/plugin.js'
-import { type Shm, createShm } from '../../core/shm/layout.js'
+import type { Shm } from '../../core/shm/layout.js'
+import { createShm } from '../../core/shm/buffer.js'
 import { Ctx } from '../../core/worker/request/context.js'
 import { PLUGINS } from '../../plugins/index.js'
 

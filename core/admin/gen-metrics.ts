@@ -27,7 +27,7 @@ export function genFamilies (registry: Registry, pull: Pull, stats: () => GenSta
   pull('counter', 'lb_gen_runner_restarts_total', 'Generation runner processes restarted after a crash.', [], () => one(stats().runnerRestarts))
   pull('counter', 'lb_gen_socket_requests_total', 'Requests the generation service took over its unix socket (remote models relayed in the workers are not).', [],
     () => one(stats().socketRequests))
-  pull('counter', 'lb_gen_relay_admissions_total', 'Remote model requests the workers relayed, by who admitted them: the control plane (asked), or the worker (a consumer without limits).', ['by'],
+  pull('counter', 'lb_gen_relay_admissions_total', 'Remote model requests the workers relayed, by who admitted them: the control plane (asked), or the worker (on the budgets in shared memory).', ['by'],
     () => Object.entries(stats().relayAdmissions).map(([by, v]): [Labels, number] => [{ by }, v]))
 
   // per consumer: the keys' consumer names and "other", never a key (core/gen/budget/usage.ts)

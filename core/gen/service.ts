@@ -20,6 +20,7 @@ import { Scheduler } from './local/scheduler.js'
 import { RemoteBroker } from './remote/broker.js'
 import { RemoteRegistry } from './remote/registry.js'
 import type { ModelSlots } from '../shm/model-inflight.js'
+import type { BudgetRecords } from '../shm/budget-records.js'
 import { OwnedSocket } from './http/socket.js'
 import { emptyRequests, type GenStats } from './stats.js'
 import { Supervisor } from './local/supervisor.js'
@@ -50,13 +51,17 @@ function listenTcp (server: Server, host: string, port: number): Promise<void> {
   })
 }
 
+/** What the generation service shares with the data-plane workers (core/main.ts makes it from the shared memory). */
+export interface SharedGen { readonly slots: ModelSlots, readonly budgets: BudgetRecords }
+
 /**
  * Starts the API listeners and the runner; callers (core/main.ts) start it only when [generation] is enabled.
  * `cluster`: in cluster mode, the keys' budgets are leased from the other nodes (budget/lease.ts).
- * `slots`: the shared memory's in-flight counts per model server and model, which the workers' own admissions
- * count in too (null: counted here, and the workers ask for every request).
+ * `shared`: the shared memory's in-flight counts per model server and model, and the consumers' budgets, which
+ * the workers' own admissions count in too (null: counted here, and the workers ask for every request).
  */
-export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null, slots: ModelSlots | null = null): Promise<GenerationService> {
+export async function startGeneration (conf: GenerationConf, log: Logger, cluster: BudgetCluster | null = null, shared: SharedGen | null = null): Promise<GenerationService> {
+  const slots = shared?.slots ?? null
   const glog = log.child({ component: 'generation' })
   const builtin = conf.builtinModel ? await ensureTinyModel(join(dirname(conf.socket), 'lb-tiny.gguf')) : null
   const catalog = new ModelCatalog(conf, builtin, glog)
@@ -79,7 +84,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
   scheduler = new Scheduler(conf.parallel * conf.contexts, conf.maxQueue, conf.maxLoaded, supervisor)
   const remote = new RemoteRegistry(conf, glog, slots)
   remote.localModels = () => catalog.known()
-  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys), usage: new ModelUsage() }
+  const env: GenEnv = { conf, catalog, scheduler, remote, log: glog, requests: emptyRequests(), budget: new Budget(conf.auth, conf.keys, shared?.budgets), usage: new ModelUsage() }
   const leases = cluster === null ? null : env.budget.leases(cluster, glog)
   const onSocket = createHandler(env, true)
   const broker = new RemoteBroker(env)

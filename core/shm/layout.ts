@@ -1,10 +1,10 @@
-// The one SharedArrayBuffer shared by the control plane and every data-plane
-// worker, and its layout. A change here changes the contract between threads:
-// bump LAYOUT_VERSION. No objects or strings live here, only numbers.
+// The layout of the one SharedArrayBuffer shared by the control plane and every
+// data-plane worker (core/shm/buffer.ts allocates and attaches it). A change
+// here changes the contract between threads: bump LAYOUT_VERSION. No objects or strings live here, only numbers.
 //
 //  ┌──────────────────────────────── Int32 words (i32) ────────────────────────────────────┐┌── Float64 words (f64) ──┐
 //  │ HEADER │ SERVERS × SRV │ SERVICES × SVC │ RATE_SETS × RATE_SET │ RATE_ENTRIES × RN (names) ││ STRIPES × STRIPE_WORDS  │
-//  │ [cluster region] │ REVOCATIONS │ MODEL_SLOTS │ HANDOFF_CELLS                                ││                         │
+//  │ [cluster region] │ REVOCATIONS │ MODEL_SLOTS │ HANDOFF_CELLS │ [budget locks and keys]      ││ [budget records]        │
 //  └───────────────────────────────────────────────────────────────────────────────────────┘└─────────────────────────┘
 //
 //  one rate set (i32, RATE_SET_WORDS = 64 words = 4 cache lines of 64 bytes):
@@ -33,7 +33,7 @@
 //
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0), compared with (a - b) | 0 as HAProxy does.
 
-export const LAYOUT_VERSION = 13
+export const LAYOUT_VERSION = 14
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -62,7 +62,7 @@ export const H_VERSION = 1
 export const H_WORKERS = 2
 export const H_FAULTS = 3 // control-plane exceptions caught and carried on from (core/control/faults.ts)
 export const H_CONN_ACTIVE = 4 // client connections open now, all workers (Atomics +1/-1, core/worker/connections.ts)
-// word 5: unused
+export const H_BUDGET_KEYED = 5 // consumers with a generation key: budget records (0 = no [generation] keys), written by createShm
 export const H_RELOADS = 6 // configuration reloads applied (SIGHUP), control plane
 export const H_RELOAD_FAILS = 7 // reloads rejected (invalid file), control plane
 export const H_LAST_RELOAD_OK = 8 // 1 when the last reload succeeded (1 before any)
@@ -72,6 +72,7 @@ export const H_CAP_SERVERS = 11
 export const H_CAP_ROUTERS = 12
 export const H_CLUSTER_SETS = 13 // sets of the cluster rate table (0 = no [cluster]), written by createShm
 export const H_REVOKE_SETS = 14 // sets of the revocation table (limits.session_revocations ÷ REVOKE_WAYS), written by createShm
+export const H_BUDGET_SETS = 15 // sets of the budget table of consumers without a key (0 = none have limits), written by createShm
 export const HEADER_WORDS = 16
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
@@ -208,6 +209,37 @@ export let MODEL_BASE = 0
 export const HANDOFF_CELLS = 256
 export let HANDOFF_BASE = 0
 
+// Generation budgets (core/shm/budget-records.ts; core/gen/budget/ledger.ts), [generation] with keys or limits only.
+// i32, after the hand-off cells: a header, a lock word per keyed consumer (padded to a cache line), then the sets
+// of the consumers without a key (users, addresses): BUDGET_WAYS ways, their keys (two hashes, as the rate
+// table's), their last use (tick) and the set's lock. f64, after the stripes: a record of BR_WORDS per consumer,
+// keyed first (by position in [[generation.keys]]), then set s way w at BUDGET_KEYED + s * BUDGET_WAYS + w; its
+// fields are core/gen/budget/window.ts's Usage, read and written only under the record's lock.
+export const BH_LEASING = 0 // 1 while the keys' budgets are leased from the cluster (core/gen/budget/lease.ts started)
+export const BUDGET_HEADER_WORDS = 16
+export const BUDGET_WAYS = 8
+export const BS_KEY_A = 0 // + w: key hash, low bit forced to 1: 0 marks a free way
+export const BS_KEY_B = BUDGET_WAYS // + w
+export const BS_SEEN = 2 * BUDGET_WAYS // + w: tick of the last use (an idle way goes least recently used first)
+export const BS_LOCK = 3 * BUDGET_WAYS
+export const BUDGET_SET_WORDS = 32
+/** a record's fields (f64 offsets): core/gen/budget/window.ts's Usage, whose fields have these names */
+export const BR = {
+  minute: 0, day: 1, requests: 2, minuteTokens: 3, dayTokens: 4, inFlight: 5, reservedMinute: 6, reservedDay: 7,
+  otherRequests: 8, otherMinuteTokens: 9, otherDayTokens: 10, leaseR: 11, leaseT: 12, leaseD: 13, syncedR: 14, syncedT: 15,
+  syncedD: 16, admitted: 17, admittedAtRound: 18, want: 19, wantTokens: 20, room: 21, fresh: 22, settled: 23,
+} as const
+export const BR_WORDS = 24
+/** sets of the budget table of consumers without a key when they have limits: 16,384 consumers */
+export const BUDGET_SETS_ON = 2048
+export let BUDGET_KEYED = 0
+export let BUDGET_SETS = 0
+export let BUDGET_BASE = 0
+export let BUDGET_LOCKS = 0
+export let BUDGET_TABLE = 0
+/** f64 index of the first budget record (after the stripes) */
+export let BUDGET_RECORDS = 0
+
 // global counters (f64) at the start of each stripe
 export const G_REQUESTS = 0 // client requests (stub_status "requests")
 export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
@@ -300,8 +332,12 @@ export let STRIPE_WORDS = 0
 
 export const DEFAULT_CAPACITIES: Capacities = { services: 256, servers: 1024, routers: 256 }
 
-/** Sizes the regions for `caps`, `clusterSets` and `revokeSets` (see the `let` bindings above). */
-function setCapacities (caps: Capacities, clusterSets = 0, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): void {
+/** Room for generation budgets: records for `keyed` consumers with a key and `sets` sets of the others. */
+export interface BudgetRoom { readonly keyed: number, readonly sets: number }
+export const NO_BUDGETS: BudgetRoom = { keyed: 0, sets: 0 }
+
+/** Sizes the regions for `caps`, `workers`, `clusterSets`, `revokeSets` and `budget` (see the `let` bindings above). */
+export function setCapacities (caps: Capacities, workers: number, clusterSets = 0, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS, budget = NO_BUDGETS): void {
   MAX_SERVICES = caps.services
   MAX_SERVERS = caps.servers
   MAX_ROUTERS = caps.routers
@@ -317,20 +353,29 @@ function setCapacities (caps: Capacities, clusterSets = 0, revokeSets = REVOKE_E
   REVOKE_BASE = Math.ceil((clusterSets === 0 ? CLUSTER_BASE : CLUSTER_NAMES + clusterSets * RATE_WAYS * RN_WORDS) / 16) * 16
   MODEL_BASE = REVOKE_BASE + REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS
   HANDOFF_BASE = MODEL_BASE + MODEL_SLOTS
-  I32_WORDS = HANDOFF_BASE + HANDOFF_CELLS
+  BUDGET_KEYED = budget.keyed
+  BUDGET_SETS = budget.sets
+  BUDGET_BASE = Math.ceil((HANDOFF_BASE + HANDOFF_CELLS) / 16) * 16
+  BUDGET_LOCKS = BUDGET_BASE + BUDGET_HEADER_WORDS
+  BUDGET_TABLE = BUDGET_LOCKS + Math.ceil(budget.keyed / 16) * 16
+  I32_WORDS = BUDGET_TABLE + budget.sets * BUDGET_SET_WORDS
   REQ_ROWS_BASE = GLOBAL_COUNTERS + MAX_SERVERS * SRV_COUNTERS
   TIME_BLOCKS_BASE = REQ_ROWS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * REQ_ROW
   STRIPE_WORDS = TIME_BLOCKS_BASE + (MAX_ENTRYPOINTS + MAX_ROUTERS) * TIME_BLOCK
+  BUDGET_RECORDS = (workers + 1) * STRIPE_WORDS
 }
-setCapacities(DEFAULT_CAPACITIES)
+setCapacities(DEFAULT_CAPACITIES, 1)
 
 /** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
-export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS): number {
+export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS, budget = NO_BUDGETS): number {
   const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
-    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS + HANDOFF_CELLS
+    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS + HANDOFF_CELLS +
+    BUDGET_HEADER_WORDS + budget.keyed + budget.sets * BUDGET_SET_WORDS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
-  return i32 * 4 + (workers + 1) * stripe * 8
+  return i32 * 4 + ((workers + 1) * stripe + budgetRecords(budget) * BR_WORDS) * 8
 }
+
+export const budgetRecords = (b: BudgetRoom): number => b.keyed + b.sets * BUDGET_WAYS
 
 export interface Shm {
   readonly buffer: SharedArrayBuffer
@@ -340,50 +385,9 @@ export interface Shm {
   readonly workers: number
 }
 
-function f64Offset (): number {
-  return Math.ceil((I32_WORDS * 4) / 8) * 8
-}
-
 /** Sets of the revocation table for limits.session_revocations entries (rounded up to whole sets). */
 export function revocationSets (entries: number): number {
   return Math.ceil(Math.max(REVOKE_ENTRIES_MIN, entries) / REVOKE_WAYS)
-}
-
-/** Allocates and initialises the shared memory for `workers` data-plane workers (one per process: it sizes the layout). */
-export function createShm (workers: number, caps: Capacities = DEFAULT_CAPACITIES, clusterSets = 0, revocations = REVOKE_ENTRIES_DEFAULT): Shm {
-  setCapacities(caps, clusterSets, revocationSets(revocations))
-  const stripes = workers + 1
-  const buffer = new SharedArrayBuffer(f64Offset() + stripes * STRIPE_WORDS * 8)
-  const i32 = new Int32Array(buffer, 0, HEADER_WORDS)
-  i32[H_CAP_SERVICES] = caps.services
-  i32[H_CAP_SERVERS] = caps.servers
-  i32[H_CAP_ROUTERS] = caps.routers
-  i32[H_CLUSTER_SETS] = clusterSets
-  i32[H_REVOKE_SETS] = REVOKE_SETS
-  const shm = attachShm(buffer, workers)
-  shm.i32[H_MAGIC] = MAGIC
-  shm.i32[H_VERSION] = LAYOUT_VERSION
-  shm.i32[H_WORKERS] = workers
-  shm.i32[H_LAST_RELOAD_OK] = 1
-  if (clusterSets > 0) shm.i32[CLUSTER_BASE + CLH_NODES] = 1
-  return shm
-}
-
-/** The capacities a buffer was laid out for. */
-export function shmCapacities (shm: Shm): Capacities {
-  return { services: shm.i32[H_CAP_SERVICES]!, servers: shm.i32[H_CAP_SERVERS]!, routers: shm.i32[H_CAP_ROUTERS]! }
-}
-
-/** Wraps an existing buffer (in a worker: sizes this thread's layout from its header); checks that both sides agree on the layout. */
-export function attachShm (buffer: SharedArrayBuffer, workers: number): Shm {
-  const header = new Int32Array(buffer, 0, HEADER_WORDS)
-  setCapacities({ services: header[H_CAP_SERVICES]!, servers: header[H_CAP_SERVERS]!, routers: header[H_CAP_ROUTERS]! }, header[H_CLUSTER_SETS]!, header[H_REVOKE_SETS]!)
-  const i32 = new Int32Array(buffer, 0, I32_WORDS)
-  const f64 = new Float64Array(buffer, f64Offset())
-  if (i32[H_MAGIC] !== 0 && (i32[H_MAGIC] !== MAGIC || i32[H_VERSION] !== LAYOUT_VERSION)) {
-    throw new Error(`shared memory layout mismatch (version ${i32[H_VERSION]}, expected ${LAYOUT_VERSION})`)
-  }
-  return { buffer, i32, f64, workers }
 }
 
 export function serverBase (slot: number): number { return SERVERS_BASE + slot * SRV_WORDS }

@@ -7,8 +7,10 @@ import { startClock } from '../clock.js'
 import { createLogger } from '../log.js'
 import { isLbError } from '../errors.js'
 import { type FromWorker, type ToWorker, type WorkerData } from '../protocol.js'
-import { attachShm, G_WRITING, stripeBase } from '../shm/layout.js'
+import { G_WRITING, stripeBase } from '../shm/layout.js'
+import { attachShm } from '../shm/buffer.js'
 import { Stripe } from '../shm/counters.js'
+import { BudgetRecords } from '../shm/budget-records.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane } from './dataplane.js'
 import type { PoolCache } from './service-runtime.js'
@@ -71,7 +73,7 @@ async function main (): Promise<void> {
   const spans = new SpanExporter(stripe, log)
   spans.configure(data.config.tracing)
   // remote model requests relayed in this thread ([generation] relay = "worker"): its line to the control plane
-  const edge = new EdgeLink((msg) => post({ type: 'gen', index: data.index, msg }), shm.i32)
+  const edge = new EdgeLink((msg) => post({ type: 'gen', index: data.index, msg }), shm.i32, BudgetRecords.of(shm))
   let dp = new DataPlane(data.config, data.slots, shm, stripe, log, accessLog, pools, hostOf(data.generation), spans, edge)
   let applying: Promise<void> = Promise.resolve()
   let generation = data.generation

@@ -13,7 +13,7 @@ import { SlotRegistry } from '../../core/control/slots.js'
 import { UsageStats } from '../../core/gen/budget/usage.js'
 import { emptyRequests, type GenStats } from '../../core/gen/stats.js'
 import { createLogger } from '../../core/log.js'
-import { createShm } from '../../core/shm/layout.js'
+import { createShm } from '../../core/shm/buffer.js'
 import { requireTool } from './util.js'
 import { tempDir } from '../helpers.js'
 

@@ -1,7 +1,8 @@
 // Balancing algorithms over real shared memory, with two "workers" sharing it.
 import { strict as assert } from 'node:assert'
 import { test } from 'node:test'
-import { ADMIN_MAINT, C_INFLIGHT, S_ADMIN, createShm, serverBase } from '../../core/shm/layout.js'
+import { ADMIN_MAINT, C_INFLIGHT, S_ADMIN, serverBase } from '../../core/shm/layout.js'
+import { createShm } from '../../core/shm/buffer.js'
 import { Stripe } from '../../core/shm/counters.js'
 import { isUsable, recordFailure } from '../../core/shm/server-state.js'
 import { createBalancer, hash32 } from '../../core/upstream/balancer.js'

@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import { Worker } from 'node:worker_threads'
 import { fdCalls, socketFd } from '../../core/net/fd-peek.js'
 import { CLAIM_MS, FdSender } from '../../core/shm/fd-handoff.js'
-import { createShm } from '../../core/shm/layout.js'
+import { createShm } from '../../core/shm/buffer.js'
 
 const WORKER = new URL('./fd-handoff.worker.js', import.meta.url)
 

@@ -2,7 +2,7 @@
 // worker number `self` and answers each connection with "served by <self>".
 import { closeSync, writeSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
-import { attachShm } from '../../core/shm/layout.js'
+import { attachShm } from '../../core/shm/buffer.js'
 import { receiveFds } from '../../core/shm/fd-handoff.js'
 
 const { buffer, self, workers } = workerData as { buffer: SharedArrayBuffer, self: number, workers: number }

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads'
 import { RATE_ENTRIES, RATE_WAYS, RS_LOCK } from '../../core/shm/layout.js'
 import { KeyHasher, RateTable, keyA, keyB, rateTableWords } from '../../core/shm/rate-table.js'
 import { STALE_LOCK_MS } from '../../core/shm/shm-lock.js'
-import { createShm } from '../../core/shm/layout.js'
+import { createShm } from '../../core/shm/buffer.js'
 import { waitFor } from '../helpers.js'
 
 const T0 = 1_000_000

@@ -1,9 +1,10 @@
 // Who admits a remote model's request relayed in a data-plane worker
-// (core/gen/edge/link.ts pick, core/gen/remote/broker.ts): a consumer without
-// limits needs no question to the control plane, so the worker picks the
+// (core/gen/edge/link.ts pick, core/gen/remote/broker.ts): an admitted request
+// needs no question to the control plane, so the worker picks the
 // server itself from its listing and the requests in flight in shared memory
-// (core/shm/model-inflight.ts), exact across workers; a consumer with limits,
-// or with a model allow-list that refuses the model, is asked about as before.
+// (core/shm/model-inflight.ts), exact across workers; a consumer with limits
+// is admitted there too, on its budget in shared memory (core/shm/budget-records.ts).
+// A refusal (over budget, a model off the allow-list) is the control plane's.
 // lb_gen_relay_admissions_total says which way each went.
 
 import assert from 'node:assert/strict'
@@ -13,11 +14,13 @@ import OpenAI from 'openai'
 import { tokenHash } from '../../core/auth/token-digest.js'
 import { type Lb, startLb, waitFor } from '../helpers.js'
 import { type FakeOpenAi, type Mode, startFakeOpenAi } from './fake-openai.js'
-import { gatewayConfig, lbMetric, openaiServers } from './helpers.js'
+import { gatewayConfig, lbMetric, openaiServers, withinOneMinute } from './helpers.js'
 
 const LIMITED = 'lb-limited-key-0123456789abcdefgh'
 const FREE = 'lb-free-key-0123456789abcdefghijk'
 const OTHER_MODEL = 'lb-other-model-0123456789abcdefgh'
+const ONE = 'lb-one-at-a-time-0123456789abcdefg'
+const LIMITED_RPM = 12
 
 /** A stream on a connection of its own (so that the kernel spreads them over the workers), open until closed. */
 function openStream (url: string, key: string): Promise<() => void> {
@@ -76,13 +79,29 @@ test('a consumer without limits is admitted in the worker; the server with the f
   for (const c of closes) c()
 })
 
-test('a consumer with limits, or whose allow-list refuses the model, is asked about in the control plane', async (t) => {
+/** A POST on a connection of its own (the kernel spreads them over the workers): its status. */
+function postAlone (url: string, key: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+test('a consumer with limits is admitted in the worker on the budget in shared memory, exact across workers; refusals are the control plane\'s', async (t) => {
   const fake = await startFakeOpenAi(t, ['m'])
   const lb = await startLb(gatewayConfig({}, `${openaiServers({ fake: fake.url })}
 [[generation.keys]]
 consumer = "limited"
 hash = "${tokenHash(LIMITED)}"
-rpm = 1000
+rpm = ${LIMITED_RPM}
+[[generation.keys]]
+consumer = "one-at-a-time"
+hash = "${tokenHash(ONE)}"
+max_in_flight = 1
 [[generation.keys]]
 consumer = "free"
 hash = "${tokenHash(FREE)}"
@@ -92,15 +111,32 @@ hash = "${tokenHash(OTHER_MODEL)}"
 models = ["n"]
 `), { workers: 2 })
   t.after(() => lb.stop())
+  const chat = '{"model":"m","messages":[{"role":"user","content":"Hi"}]}'
+  await withinOneMinute(async () => {
+    const statuses = await Promise.all(Array.from({ length: 40 }, () => postAlone(`${lb.url}/v1/chat/completions`, LIMITED, chat)))
+    assert.equal(statuses.filter((s) => s === 200).length, LIMITED_RPM, `statuses: ${statuses.join(' ')}`)
+    assert.equal(statuses.filter((s) => s === 429).length, 40 - LIMITED_RPM)
+  })
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="worker"}'), LIMITED_RPM)
+  assert.equal(await lbMetric(lb, 'lb_gen_consumer_rejections_total{consumer="limited",reason="rpm"}'), 40 - LIMITED_RPM)
+  assert.equal(await lbMetric(lb, 'lb_gen_consumer_requests_total{consumer="limited"}'), LIMITED_RPM)
+
+  // in flight: admitted in a worker, ended through the control plane (the end message charges the worker's ticket)
+  fake.mode = 'hang'
+  const close = await openStream(lb.url, ONE)
+  const second = await fetch(`${lb.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${ONE}`, 'content-type': 'application/json' }, body: chat })
+  assert.equal(second.status, 429)
+  assert.match(((await second.json()) as { error: { message: string } }).error.message, /max_in_flight = 1 requests at once \(1 used\)/)
+  close()
+  fake.mode = 'ok'
+  await waitFor(async () => (await postAlone(`${lb.url}/v1/chat/completions`, ONE, chat)) === 200 ? true : null, 'admitted again once the stream ended', 10_000, 100)
+
   const ask = (key: string): Promise<unknown> =>
     new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] })
-  for (let i = 0; i < 3; i++) await ask(LIMITED)
   for (let i = 0; i < 2; i++) await ask(FREE)
   await assert.rejects(ask(OTHER_MODEL), (e: unknown) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found')
-  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 3)
-  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="worker"}'), 2)
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 0)
   assert.equal(await lbMetric(lb, 'lb_gen_consumer_requests_total{consumer="free"}'), 2, 'charged to its consumer all the same')
-  assert.equal(fake.bodies.length, 5)
 })
 
 test('every way a worker-admitted request ends gives its count back: a server dying mid-stream, refusing, a client leaving', async (t) => {

@@ -190,7 +190,7 @@ test('a worker\'s question the control plane does not answer within the wait is 
   const { port1, port2 } = new MessageChannel()
   const got: EdgeToControl[] = []
   port2.on('message', (m: EdgeToControl) => got.push(m))
-  const link = new EdgeLink((m) => port1.postMessage(m), null, 50)
+  const link = new EdgeLink((m) => port1.postMessage(m), null, null, 50)
   const id = link.nextId()
   const answer = await link.ask({ kind: 'admit', id, consumer: 'addr:127.0.0.1', model: 'm', displayModel: 'm', reserve: 1, endpoint: 'chat', stream: true, arrived: process.hrtime.bigint() })
   assert.equal(answer, null)

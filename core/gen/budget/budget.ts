@@ -18,6 +18,7 @@ import { OTHER } from './conf.js'
 import { type Consumer, Consumers } from './consumer.js'
 import { type BudgetCluster, BudgetLease } from './lease.js'
 import { Ledger, type Refusal, type Ticket } from './ledger.js'
+import type { BudgetRecords } from '../../shm/budget-records.js'
 import { UsageStats } from './usage.js'
 
 /** What an admitted request used: each of its ends charges its ticket once (Budget.meterOf). */
@@ -59,10 +60,11 @@ export class Budget {
   #lease: BudgetLease | null = null
   readonly usage: UsageStats
 
-  constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], clock: () => number = Date.now) {
+  /** `records`: the shared memory's (the workers admit on them too), or this thread's own (budget-records.ts). */
+  constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], records?: BudgetRecords, clock: () => number = Date.now) {
     this.#consumers = new Consumers(auth, keys)
     this.#keyed = this.#consumers.labels()
-    this.#ledger = new Ledger(this.#keyed, clock)
+    this.#ledger = new Ledger(this.#keyed, clock, records)
     this.usage = new UsageStats([...this.#keyed, OTHER])
   }
 
@@ -75,7 +77,7 @@ export class Budget {
   /** Each keyed consumer's use of its current windows against its limits (the dashboard's and `show models`' budgets). */
   budgets (): BudgetView[] {
     return this.#consumers.keyedConsumers().map((c) => {
-      const u = this.#ledger.used(c.id)
+      const u = this.#ledger.used(c.id, c.limits)
       return { consumer: c.label, requests: u.requests, minuteTokens: u.minuteTokens, dayTokens: u.dayTokens, inFlight: u.inFlight, limits: c.limits }
     })
   }
@@ -111,6 +113,15 @@ export class Budget {
     const t = this.#ledger.admit(who.id, who.limits, reserve, leased)
     if ('status' in t && t.wait && leased) return this.#waitLease(who, reserve, lease)
     return this.#counted(who, t)
+  }
+
+  /**
+   * The ticket of a request a data-plane worker admitted itself on the shared records (its Ticket's minute and day,
+   * `reserve`): counted as admitted here, charged here when it ends (meterOf).
+   */
+  adopt (who: Consumer, reserve: number, minute: number, day: number): Ticket {
+    this.usage.admitted(who.label)
+    return this.#ledger.ticket(who.id, who.limits, reserve, minute, day)
   }
 
   async #waitLease (who: Consumer, reserve: number, lease: BudgetLease): Promise<Ticket | Refusal> {

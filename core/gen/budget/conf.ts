@@ -4,7 +4,8 @@
 // key pasted there by mistake is a secret.
 
 import { type Checker, join, type Table } from '../../config/check.js'
-import type { GenAuthConf, GenKeyConf, GenLimits } from '../../config/generation.js'
+import type { GenAuthConf, GenKeyConf, GenLimits, GenerationConf } from '../../config/generation.js'
+import { BUDGET_SETS_ON, type BudgetRoom } from '../../shm/layout.js'
 import { parseTokenHash } from '../../auth/token-digest.js'
 import { MODEL_PATTERN } from './models.js'
 
@@ -70,4 +71,14 @@ export function checkKeys (c: Checker, raw: unknown, path: string): GenKeyConf[]
 export function checkAuth (c: Checker, raw: unknown, path: string): GenAuthConf {
   const t = c.table(raw, path, AUTH_KEYS)
   return { required: c.bool(t, 'required', path, true), ...limits(c, t, path) }
+}
+
+/**
+ * The shared memory's room for budgets (core/shm/budget-records.ts): a record per key's consumer, and the table
+ * of consumers without a key only when [generation.auth] gives them limits (else nothing of them is counted).
+ */
+export function budgetRoom (g: GenerationConf): BudgetRoom {
+  if (!g.enabled) return { keyed: 0, sets: 0 }
+  const a = g.auth
+  return { keyed: g.keys.length, sets: a.rpm > 0 || a.tpm > 0 || a.tpd > 0 || a.maxInFlight > 0 ? BUDGET_SETS_ON : 0 }
 }

@@ -33,9 +33,6 @@ export interface Consumer {
 
 export const mayUse = (who: Consumer, model: string): boolean => who.allows === null || who.allows(model)
 
-/** No budget to check: requests per minute, tokens per minute and per day, and in flight all unlimited (0). */
-export const unlimited = (who: Consumer): boolean => who.limits.rpm === 0 && who.limits.tpm === 0 && who.limits.tpd === 0 && who.limits.maxInFlight === 0
-
 const BEARER = /^Bearer\s+(\S+)\s*$/i
 
 /** The refusal of a request without a valid key, with OpenAI's code for it (its clients raise AuthenticationError). */

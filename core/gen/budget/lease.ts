@@ -74,11 +74,13 @@ export class BudgetLease {
     if (this.#consumers.length === 0 || this.#timer !== null) return
     this.#timer = setInterval(() => { this.#enqueue(false).catch(() => {}) }, this.#c.syncIntervalMs)
     this.#timer.unref()
+    this.#ledger.leasing = true
   }
 
   stop (): void {
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
+    this.#ledger.leasing = false
   }
 
   /** A request waits for a lease (Ledger.admit marked its consumer): resolves after the next bell round, granted or not. */
@@ -97,9 +99,12 @@ export class BudgetLease {
     if (bell) this.#bell = null
     const nodes = this.#c.nodes()
     const asks: LeaseAsk[] = []
+    const limits: GenLimits[] = []
     for (const x of this.#consumers) {
       const a = this.#ledger.leaseAsk(x.id, x.limits, bell, nodes)
-      if (a !== null) asks.push(a)
+      if (a === null) continue
+      asks.push(a)
+      limits.push(x.limits)
     }
     const { prefix, node, nodeTtlMs } = this.#c
     try {
@@ -113,7 +118,7 @@ export class BudgetLease {
         }
         const out = await this.#c.run(BUDGET_LEASE, keys, args) as number[]
         if (out.length !== batch.length * OUT_PER_CONSUMER || args.length !== 2 + batch.length * ARGS_PER_CONSUMER) throw new Error('unexpected reply of the budget lease script')
-        batch.forEach((a, j) => this.#ledger.setLease(a, out.slice(j * OUT_PER_CONSUMER, (j + 1) * OUT_PER_CONSUMER)))
+        batch.forEach((a, j) => this.#ledger.setLease(a, limits[i + j]!, out.slice(j * OUT_PER_CONSUMER, (j + 1) * OUT_PER_CONSUMER)))
       }
       if (this.#failing) this.#log.info('generation budgets: leases from the cluster again')
       this.#failing = false

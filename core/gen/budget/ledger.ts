@@ -1,9 +1,12 @@
 // What each consumer has used: requests and tokens in fixed windows (the UTC
 // minute for rpm and tpm, the UTC day for tpd) and requests in flight.
 //
-// Exact across the data plane's workers: every worker forwards generation
-// requests to this one service in the control plane, so these in-process
-// counters see every request of the node; no shared memory is needed.
+// Exact across the data plane's workers: the counts are records in shared
+// memory (core/shm/budget-records.ts), and the control plane and each worker
+// admit with a Ledger of their own over the same records, each decision under
+// its record's lock. A worker admits the requests it relays to remote model
+// servers itself (core/gen/edge/); the control plane takes the request's
+// ticket over (ticket()) and charges it at the end.
 //
 // Fixed windows, not sliding: they are exact, cost two integers per limit, and
 // give a Retry-After that is the true wait (the seconds to the window's end).
@@ -29,15 +32,14 @@
 import type { GenLimits } from '../../config/generation.js'
 import { ERRORS, formatError } from '../../errors.js'
 import type { ApiError } from '../dispatch/request.js'
+import { BudgetRecords } from '../../shm/budget-records.js'
+import { BUDGET_SETS_ON, BUDGET_WAYS } from '../../shm/layout.js'
 import { DAY_MS, type LeaseAsk, MINUTE_MS, Usage } from './window.js'
 
 export type { LeaseAsk } from './window.js'
 
-/** Consumers without a key (users, addresses) remembered at most; past it, idle ones are forgotten, oldest first. */
-export const MAX_ANON = 100_000
-
 /** Why a request was refused (the `reason` label of lb_gen_consumer_rejections_total). */
-export const REJECT_REASONS = ['unauthorized', 'model', 'rpm', 'tpm', 'tpd', 'in_flight'] as const
+export const REJECT_REASONS = ['unauthorized', 'model', 'rpm', 'tpm', 'tpd', 'in_flight', 'table_full'] as const
 export type RejectReason = typeof REJECT_REASONS[number]
 
 /** A consumer's counts in its current windows (tokens: charged plus reserved by its requests in flight). */
@@ -52,6 +54,9 @@ export interface WindowCounts {
 
 /** An admitted request: give it back once, charging what it used, or refunded when it never ran. */
 export interface Ticket {
+  /** the UTC minute and day it was admitted in (its reservation's windows: ticket()) */
+  readonly minute: number
+  readonly day: number
   end (tokens: number): void
   /** The request never started (no server could take it): it leaves no trace in the requests per minute. */
   refund (): void
@@ -65,16 +70,34 @@ export interface Refusal extends ApiError { reason: RejectReason, held: boolean,
 
 const secondsTo = (end: number, now: number): number => Math.max(1, Math.ceil((end - now) / 1000))
 
+/** What a consumer without a key and without limits is given: nothing of it is counted. */
+const FREE: Ticket = { minute: 0, day: 0, end: () => {}, refund: () => {} }
+
+const limitText = (reason: RejectReason, l: GenLimits): string =>
+  reason === 'in_flight'
+    ? `max_in_flight = ${l.maxInFlight} requests at once`
+    : reason === 'rpm' ? `rpm = ${l.rpm} requests per minute` : reason === 'tpm' ? `tpm = ${l.tpm} tokens per minute` : `tpd = ${l.tpd} tokens per UTC day`
+
 export class Ledger {
-  /** Map order is insertion order: the oldest consumers come first when the anonymous ones must be trimmed. */
-  readonly #usage = new Map<string, Usage>()
-  #anon = 0
-  readonly #keyed: ReadonlySet<string>
+  readonly #records: BudgetRecords
+  /** a keyed consumer's id -> its position in [[generation.keys]] (its record) */
+  readonly #keyed = new Map<string, number>()
+  /** the cursor over the record whose lock this thread holds */
+  readonly #u: Usage
   /** ms since the epoch (a parameter so that a test can move time) */
   readonly #clock: () => number
+  // a refusal as decided under the lock, built once it is released (a critical section allocates nothing)
+  #reason: RejectReason = 'rpm'
+  #used = 0
+  #seconds = 0
+  #held = false
+  #wait = false
 
-  constructor (keyed: Iterable<string>, clock: () => number = Date.now) {
-    this.#keyed = new Set(keyed)
+  /** `keyed`: the keyed consumers' ids in [[generation.keys]] order, as every thread sharing `records` has them. */
+  constructor (keyed: readonly string[], clock: () => number = Date.now, records = BudgetRecords.private(keyed.length, BUDGET_SETS_ON)) {
+    keyed.forEach((id, i) => this.#keyed.set(id, i))
+    this.#records = records
+    this.#u = new Usage(records.f64)
     this.#clock = clock
   }
 
@@ -83,97 +106,68 @@ export class Ledger {
    * it runs), or says why not. `leased`: the consumer is held to this node's leases (cluster mode, Redis up).
    */
   admit (id: string, limits: GenLimits, reserve = 0, leased = false): Ticket | Refusal {
-    const now = this.#clock()
-    const u = this.#get(id)
-    u.roll(now)
-    const nextMinute = (u.minute + 1) * MINUTE_MS
-    if (limits.maxInFlight > 0 && u.inFlight >= limits.maxInFlight) {
-      return refusal(id, 'in_flight', `max_in_flight = ${limits.maxInFlight} requests at once`, u.inFlight, 1)
+    const rec = this.#open(id, limits, true)
+    if (rec === -2) return FREE
+    if (rec === -1) return full(id)
+    const u = this.#u
+    const ok = this.#check(u, limits, reserve, leased)
+    if (ok) {
+      u.requests++
+      u.admitted++
+      u.inFlight++
+      u.reservedMinute += reserve
+      u.reservedDay += reserve
     }
-    // the cluster's counts (this node's alone without one): over these the consumer is over its budget
-    const requests = u.requests + u.otherRequests
-    if (limits.rpm > 0 && requests >= limits.rpm) {
-      return refusal(id, 'rpm', `rpm = ${limits.rpm} requests per minute`, requests, secondsTo(nextMinute, now))
-    }
-    // full only with this node's reservations: the room may come back when its requests end (Retry-After 1)
-    const minuteTokens = u.minuteTokens + u.reservedMinute + u.otherMinuteTokens
-    if (limits.tpm > 0 && minuteTokens >= limits.tpm) {
-      const s = minuteTokens - u.reservedMinute < limits.tpm ? 1 : secondsTo(nextMinute, now)
-      return refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, minuteTokens, s)
-    }
-    const dayTokens = u.dayTokens + u.reservedDay + u.otherDayTokens
-    if (limits.tpd > 0 && dayTokens >= limits.tpd) {
-      const s = dayTokens - u.reservedDay < limits.tpd ? 1 : secondsTo((u.day + 1) * DAY_MS, now)
-      return refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, dayTokens, s)
-    }
-    if (leased) {
-      // under the cluster's limits but past this node's lease: the other nodes hold the rest, maybe unused
-      const over = limits.rpm > 0 && u.requests >= u.leaseR
-        ? refusal(id, 'rpm', `rpm = ${limits.rpm} requests per minute`, requests, 1, true)
-        : limits.tpm > 0 && u.minuteTokens + u.reservedMinute >= u.leaseT
-          ? refusal(id, 'tpm', `tpm = ${limits.tpm} tokens per minute`, minuteTokens, 1, true)
-          : limits.tpd > 0 && u.dayTokens + u.reservedDay >= u.leaseD
-            ? refusal(id, 'tpd', `tpd = ${limits.tpd} tokens per UTC day`, dayTokens, 1, true)
-            : null
-      if (over !== null) {
-        over.wait = u.room
-        if (u.room) {
-          u.want = true
-          u.wantTokens = Math.max(u.wantTokens, reserve)
-        }
-        return over
-      }
-    }
-    u.requests++
-    u.admitted++
-    u.inFlight++
-    u.reservedMinute += reserve
-    u.reservedDay += reserve
     const minute = u.minute
     const day = u.day
-    let ended = false
-    const release = (): void => {
-      ended = true
-      u.inFlight--
-      // charged to the windows the request ends in; its reservation was of the windows it began in
-      u.roll(this.#clock())
-      if (u.minute === minute) u.reservedMinute -= reserve
-      if (u.day === day) u.reservedDay -= reserve
-    }
-    return {
-      end: (tokens) => {
-        if (ended) return
-        release()
-        u.minuteTokens += tokens
-        u.dayTokens += tokens
-      },
-      refund: () => {
-        if (ended) return
-        release()
-        if (u.minute === minute) u.requests--
-      },
-    }
+    this.#records.close(rec)
+    if (ok) return this.#ticket(rec, reserve, minute, day)
+    const r = refusal(id, this.#reason, limitText(this.#reason, limits), this.#used, this.#seconds, this.#held)
+    r.wait = this.#wait
+    return r
   }
 
-  /** What a lease round asks for consumer `id` (null: nothing to say): Usage.leaseAsk. */
+  /**
+   * The ticket of a request that another thread sharing the records admitted for `id` (its Ticket's minute and
+   * day, `reserve` as admitted): ending it here gives back what that admission took.
+   */
+  ticket (id: string, limits: GenLimits, reserve: number, minute: number, day: number): Ticket {
+    // the record is there: a way with a request in flight is never given to another consumer
+    const rec = this.#open(id, limits, false)
+    if (rec < 0) return FREE
+    this.#records.close(rec)
+    return this.#ticket(rec, reserve, minute, day)
+  }
+
+  /** What a lease round asks for keyed consumer `id` (null: nothing to say): Usage.leaseAsk. */
   leaseAsk (id: string, limits: GenLimits, bell: boolean, nodes: number): LeaseAsk | null {
-    const u = this.#get(id)
-    u.roll(this.#clock())
-    return u.leaseAsk(id, limits, bell, nodes)
+    const rec = this.#open(id, limits, false)
+    if (rec < 0) return null
+    const a = this.#u.leaseAsk(id, limits, bell, nodes)
+    this.#records.close(rec)
+    return a
   }
 
   /** Stores a lease round's grants and the other nodes' use (`out`: grant, others' use, for rpm, tpm, tpd) of `a`. */
-  setLease (a: LeaseAsk, out: readonly number[]): void {
-    const u = this.#get(a.consumer)
-    u.roll(this.#clock())
-    u.setLease(a, out)
+  setLease (a: LeaseAsk, limits: GenLimits, out: readonly number[]): void {
+    const rec = this.#open(a.consumer, limits, false)
+    if (rec < 0) return
+    this.#u.setLease(a, out)
+    this.#records.close(rec)
   }
 
+  /** Whether admissions go by the cluster's leases (BudgetLease started, Redis up), as every thread sees it. */
+  get leased (): boolean { return this.#records.leased() }
+  /** Whether BudgetLease runs (it sets this when it starts and stops). */
+  get leasing (): boolean { return this.#records.leasing }
+  set leasing (on: boolean) { this.#records.leasing = on }
+
   /** Consumer `id`'s use of its current windows, the other nodes' included (what admit() compares with the limits). */
-  used (id: string): WindowCounts & { inFlight: number } {
-    const u = this.#get(id)
-    u.roll(this.#clock())
-    return {
+  used (id: string, limits: GenLimits): WindowCounts & { inFlight: number } {
+    const rec = this.#open(id, limits, false)
+    if (rec < 0) return { minute: 0, day: 0, requests: 0, minuteTokens: 0, dayTokens: 0, inFlight: 0 }
+    const u = this.#u
+    const counts = {
       minute: u.minute,
       day: u.day,
       requests: u.requests + u.otherRequests,
@@ -181,34 +175,89 @@ export class Ledger {
       dayTokens: u.dayTokens + u.reservedDay + u.otherDayTokens,
       inFlight: u.inFlight,
     }
-  }
-
-  /** Consumers with a usage record now (keys and others). */
-  get size (): number { return this.#usage.size }
-
-  #get (id: string): Usage {
-    let u = this.#usage.get(id)
-    if (u !== undefined) return u
-    if (!this.#keyed.has(id)) {
-      if (this.#anon >= MAX_ANON) this.#trim()
-      this.#anon++
-    }
-    u = new Usage()
-    this.#usage.set(id, u)
-    return u
+    this.#records.close(rec)
+    return counts
   }
 
   /**
-   * Forgets idle consumers without a key, oldest first, down to 3/4 of MAX_ANON: one that comes back starts
-   * with fresh windows. Only reached with more than MAX_ANON distinct users or addresses in a day.
+   * Consumer `id`'s record, its lock taken and the cursor on it with its windows rolled to now (close() it); -2: a
+   * consumer without a key or limits, nothing kept; -1: none (not `create`d, or none free: BudgetRecords.openAnon).
    */
-  #trim (): void {
-    for (const [id, u] of this.#usage) {
-      if (this.#anon <= MAX_ANON * 0.75) break
-      if (this.#keyed.has(id) || u.inFlight > 0) continue
-      this.#usage.delete(id)
-      this.#anon--
+  #open (id: string, limits: GenLimits, create: boolean): number {
+    const k = this.#keyed.get(id)
+    if (k === undefined && limits.rpm === 0 && limits.tpm === 0 && limits.tpd === 0 && limits.maxInFlight === 0) return -2
+    const now = this.#clock()
+    const rec = k !== undefined ? this.#records.openKeyed(k) : this.#records.openAnon(id, now, create)
+    if (rec >= 0) {
+      this.#u.at = rec
+      this.#u.roll(now)
     }
+    return rec
+  }
+
+  /** Whether the request may run; if not, why (#reason...). The record's lock is held. */
+  #check (u: Usage, limits: GenLimits, reserve: number, leased: boolean): boolean {
+    const now = this.#clock()
+    const nextMinute = (u.minute + 1) * MINUTE_MS
+    this.#held = false
+    this.#wait = false
+    if (limits.maxInFlight > 0 && u.inFlight >= limits.maxInFlight) return this.#over('in_flight', u.inFlight, 1)
+    // the cluster's counts (this node's alone without one): over these the consumer is over its budget
+    const requests = u.requests + u.otherRequests
+    if (limits.rpm > 0 && requests >= limits.rpm) return this.#over('rpm', requests, secondsTo(nextMinute, now))
+    // full only with this node's reservations: the room may come back when its requests end (Retry-After 1)
+    const minuteTokens = u.minuteTokens + u.reservedMinute + u.otherMinuteTokens
+    if (limits.tpm > 0 && minuteTokens >= limits.tpm) {
+      return this.#over('tpm', minuteTokens, minuteTokens - u.reservedMinute < limits.tpm ? 1 : secondsTo(nextMinute, now))
+    }
+    const dayTokens = u.dayTokens + u.reservedDay + u.otherDayTokens
+    if (limits.tpd > 0 && dayTokens >= limits.tpd) {
+      return this.#over('tpd', dayTokens, dayTokens - u.reservedDay < limits.tpd ? 1 : secondsTo((u.day + 1) * DAY_MS, now))
+    }
+    if (!leased) return true
+    // under the cluster's limits but past this node's lease: the other nodes hold the rest, maybe unused
+    if (limits.rpm > 0 && u.requests >= u.leaseR) this.#over('rpm', requests, 1)
+    else if (limits.tpm > 0 && u.minuteTokens + u.reservedMinute >= u.leaseT) this.#over('tpm', minuteTokens, 1)
+    else if (limits.tpd > 0 && u.dayTokens + u.reservedDay >= u.leaseD) this.#over('tpd', dayTokens, 1)
+    else return true
+    this.#held = true
+    this.#wait = u.room
+    if (u.room) {
+      u.want = true
+      u.wantTokens = Math.max(u.wantTokens, reserve)
+    }
+    return false
+  }
+
+  #over (reason: RejectReason, used: number, seconds: number): false {
+    this.#reason = reason
+    this.#used = used
+    this.#seconds = seconds
+    return false
+  }
+
+  /** The ticket of a request admitted on record `rec` in `minute` and `day`, reserving `reserve` there. */
+  #ticket (rec: number, reserve: number, minute: number, day: number): Ticket {
+    let ended = false
+    const release = (tokens: number, refund: boolean): void => {
+      if (ended) return
+      ended = true
+      const now = this.#clock()
+      this.#records.reopen(rec)
+      const u = this.#u
+      u.at = rec
+      u.inFlight--
+      // charged to the windows the request ends in; its reservation was of the windows it began in
+      u.roll(now)
+      if (u.minute === minute) u.reservedMinute -= reserve
+      if (u.day === day) u.reservedDay -= reserve
+      if (!refund) {
+        u.minuteTokens += tokens
+        u.dayTokens += tokens
+      } else if (u.minute === minute) u.requests--
+      this.#records.close(rec)
+    }
+    return { minute, day, end: (tokens) => release(tokens, false), refund: () => release(0, true) }
   }
 }
 
@@ -217,4 +266,10 @@ function refusal (consumer: string, reason: RejectReason, limit: string, used: n
     ? formatError('LB_ERR_GEN_BUDGET_HELD', { consumer, limit, used, seconds })
     : formatError('LB_ERR_GEN_OVER_BUDGET', { consumer, limit, used, seconds })
   return { status: ERRORS.LB_ERR_GEN_OVER_BUDGET.status, message, code: 'rate_limit_exceeded', retryAfter: seconds, reason, held, wait: false }
+}
+
+/** A consumer without a key whose place in the budget table is taken by consumers with requests in flight: 503, as it is over nothing. */
+function full (consumer: string): Refusal {
+  const message = formatError('LB_ERR_GEN_BUDGET_FULL', { consumer, ways: BUDGET_WAYS, seconds: 1 })
+  return { status: ERRORS.LB_ERR_GEN_BUDGET_FULL.status, message, code: 'budget_table_full', retryAfter: 1, reason: 'table_full', held: false, wait: false }
 }

@@ -2,9 +2,12 @@
 // keeps one per consumer): requests and tokens of the UTC minute and day, the
 // tokens reserved by its requests in flight, the other nodes' counts and, in
 // cluster mode, this node's leases and what a lease round asks for them
-// (core/gen/budget/lease.ts). Plain fields: the ledger reads and writes them.
+// (core/gen/budget/lease.ts). A cursor over a record in shared memory
+// (core/shm/budget-records.ts): the ledger points it at a record whose lock
+// it holds, then reads and writes the fields as plain properties.
 
 import type { GenLimits } from '../../config/generation.js'
+import { BR } from '../../shm/layout.js'
 
 export const MINUTE_MS = 60_000
 export const DAY_MS = 86_400_000
@@ -21,40 +24,73 @@ export interface LeaseAsk {
 }
 
 export class Usage {
+  readonly #f: Float64Array
+  /** f64 index of the record this cursor reads and writes (its lock held: BudgetRecords) */
+  at = 0
+
+  constructor (f64: Float64Array) {
+    this.#f = f64
+  }
+
   /** index of the current minute (ms / 60000) and day (ms / 86400000), UTC */
-  minute = 0
-  day = 0
-  requests = 0
-  minuteTokens = 0
-  dayTokens = 0
-  inFlight = 0
+  get minute (): number { return this.#f[this.at + BR.minute]! }
+  set minute (v: number) { this.#f[this.at + BR.minute] = v }
+  get day (): number { return this.#f[this.at + BR.day]! }
+  set day (v: number) { this.#f[this.at + BR.day] = v }
+  get requests (): number { return this.#f[this.at + BR.requests]! }
+  set requests (v: number) { this.#f[this.at + BR.requests] = v }
+  get minuteTokens (): number { return this.#f[this.at + BR.minuteTokens]! }
+  set minuteTokens (v: number) { this.#f[this.at + BR.minuteTokens] = v }
+  get dayTokens (): number { return this.#f[this.at + BR.dayTokens]! }
+  set dayTokens (v: number) { this.#f[this.at + BR.dayTokens] = v }
+  get inFlight (): number { return this.#f[this.at + BR.inFlight]! }
+  set inFlight (v: number) { this.#f[this.at + BR.inFlight] = v }
   /** tokens reserved by the requests in flight admitted in this minute and day */
-  reservedMinute = 0
-  reservedDay = 0
+  get reservedMinute (): number { return this.#f[this.at + BR.reservedMinute]! }
+  set reservedMinute (v: number) { this.#f[this.at + BR.reservedMinute] = v }
+  get reservedDay (): number { return this.#f[this.at + BR.reservedDay]! }
+  set reservedDay (v: number) { this.#f[this.at + BR.reservedDay] = v }
   /** the other nodes' counts of the same windows (cluster mode; 0 otherwise) */
-  otherRequests = 0
-  otherMinuteTokens = 0
-  otherDayTokens = 0
+  get otherRequests (): number { return this.#f[this.at + BR.otherRequests]! }
+  set otherRequests (v: number) { this.#f[this.at + BR.otherRequests] = v }
+  get otherMinuteTokens (): number { return this.#f[this.at + BR.otherMinuteTokens]! }
+  set otherMinuteTokens (v: number) { this.#f[this.at + BR.otherMinuteTokens] = v }
+  get otherDayTokens (): number { return this.#f[this.at + BR.otherDayTokens]! }
+  set otherDayTokens (v: number) { this.#f[this.at + BR.otherDayTokens] = v }
   /** this node's leases of the windows (cluster mode, keyed consumers): requests, minute tokens, day tokens */
-  leaseR = 0
-  leaseT = 0
-  leaseD = 0
+  get leaseR (): number { return this.#f[this.at + BR.leaseR]! }
+  set leaseR (v: number) { this.#f[this.at + BR.leaseR] = v }
+  get leaseT (): number { return this.#f[this.at + BR.leaseT]! }
+  set leaseT (v: number) { this.#f[this.at + BR.leaseT] = v }
+  get leaseD (): number { return this.#f[this.at + BR.leaseD]! }
+  set leaseD (v: number) { this.#f[this.at + BR.leaseD] = v }
   /** what this node used at the last lease round (requests, minute tokens, day tokens) */
-  syncedR = 0
-  syncedT = 0
-  syncedD = 0
+  get syncedR (): number { return this.#f[this.at + BR.syncedR]! }
+  set syncedR (v: number) { this.#f[this.at + BR.syncedR] = v }
+  get syncedT (): number { return this.#f[this.at + BR.syncedT]! }
+  set syncedT (v: number) { this.#f[this.at + BR.syncedT] = v }
+  get syncedD (): number { return this.#f[this.at + BR.syncedD]! }
+  set syncedD (v: number) { this.#f[this.at + BR.syncedD] = v }
   /** requests admitted ever, and at the last lease round: whether the consumer was active since */
-  admitted = 0
-  admittedAtRound = 0
-  /** a request waits for a lease round, needing at least `wantTokens` tokens */
-  want = false
-  wantTokens = 0
+  get admitted (): number { return this.#f[this.at + BR.admitted]! }
+  set admitted (v: number) { this.#f[this.at + BR.admitted] = v }
+  get admittedAtRound (): number { return this.#f[this.at + BR.admittedAtRound]! }
+  set admittedAtRound (v: number) { this.#f[this.at + BR.admittedAtRound] = v }
+  /** a request waiting for a lease round needs at least this many tokens */
+  get wantTokens (): number { return this.#f[this.at + BR.wantTokens]! }
+  set wantTokens (v: number) { this.#f[this.at + BR.wantTokens] = v }
+  /** a request waits for a lease round */
+  get want (): boolean { return this.#f[this.at + BR.want] === 1 }
+  set want (v: boolean) { this.#f[this.at + BR.want] = v ? 1 : 0 }
   /** the last round granted all it asked: a request past its lease may wait for another one */
-  room = true
+  get room (): boolean { return this.#f[this.at + BR.room] === 1 }
+  set room (v: boolean) { this.#f[this.at + BR.room] = v ? 1 : 0 }
   /** a bell round granted since the last periodic round: the requests that waited for it have not used it yet */
-  fresh = false
+  get fresh (): boolean { return this.#f[this.at + BR.fresh] === 1 }
+  set fresh (v: boolean) { this.#f[this.at + BR.fresh] = v ? 1 : 0 }
   /** the last round asked for the use only (idle): while nothing changes, no need to ask again */
-  settled = false
+  get settled (): boolean { return this.#f[this.at + BR.settled] === 1 }
+  set settled (v: boolean) { this.#f[this.at + BR.settled] = v ? 1 : 0 }
 
   roll (now: number): void {
     const m = Math.floor(now / MINUTE_MS)

@@ -4,10 +4,10 @@
 // of /api/generate, /api/chat, /v1/completions and /v1/chat/completions with a
 // body of known length (1 MiB at most: MAX_BODY), reads the body,
 // parses it with the APIs' own parsers, and when the model's chain starts with
-// a model a remote server lists (the listing the control plane pushes), asks
-// the control plane once to admit it (link.ts, messages.ts), or admits it
-// itself when its consumer has no limits, and relays the server's reply here
-// (relay.ts). Everything else, and whatever the control
+// a model a remote server lists (the listing the control plane pushes), admits
+// it itself on its consumer's budget in shared memory (core/gen/budget/ledger.ts)
+// or, when it cannot decide alone, asks the control plane once (link.ts,
+// messages.ts), and relays the server's reply here (relay.ts). Everything else, and whatever the control
 // plane says is not for it (a local model, a refusal the service makes
 // itself: a bad body, a missing key, a prompt over the limits), goes the old
 // way: the body already read is replayed to the service's socket.
@@ -15,7 +15,8 @@
 import { apiOfPath } from '../../api-errors.js'
 import type { GenerationConf } from '../../config/generation.js'
 import { ERRORS, formatError } from '../../errors.js'
-import { Consumers, mayUse, unlimited } from '../budget/consumer.js'
+import { type Consumer, Consumers, mayUse } from '../budget/consumer.js'
+import { Ledger } from '../budget/ledger.js'
 import { overLimit, reservation } from '../dispatch/generation.js'
 import { type ApiError, type GenRequest, isApiError } from '../dispatch/request.js'
 import { sendError } from '../http/respond.js'
@@ -25,7 +26,7 @@ import { OpenAiWriter } from '../openai/reply.js'
 import { parseChatCompletion, parseCompletion } from '../openai/request.js'
 import { modelChain } from '../remote/chain.js'
 import { type EdgeClient, type EdgeCtx, EdgeResponse } from './edge-response.js'
-import type { EdgeLink } from './link.js'
+import type { EdgeLink, Picked } from './link.js'
 import { relay, type Writer } from './relay.js'
 
 /**
@@ -86,6 +87,8 @@ export class Edge {
   readonly #conf: GenerationConf
   readonly #link: EdgeLink
   readonly #consumers: Consumers
+  /** the consumers' budgets in shared memory, as the control plane's (null: the control plane admits every request) */
+  readonly #ledger: Ledger | null
   readonly #count: (ctx: EdgeCtx) => void
 
   /** `count`: counts a request once it ended (DataPlane.finish). */
@@ -93,6 +96,9 @@ export class Edge {
     this.#conf = conf
     this.#link = link
     this.#consumers = new Consumers(conf.auth, conf.keys)
+    const keyed = this.#consumers.labels()
+    const records = link.records
+    this.#ledger = records !== null && records.keyed === keyed.length ? new Ledger(keyed, Date.now, records) : null
     this.#count = count
   }
 
@@ -148,11 +154,26 @@ export class Edge {
     if (!this.#link.knows(chain[0]!)) return false
     const who = this.#consumers.identifyBy(forwardedAuthorization(ctx), ctx.user, ctx.remoteAddress)
     if (isApiError(who)) return false
-    // a consumer without limits has nothing for the control plane to check: the worker picks the server itself
-    const here = unlimited(who) && mayUse(who, r.model) ? this.#link.pick(chain) : null
+    const reserve = reservation(conf, r)
+    const here = mayUse(who, r.model) ? this.#admitHere(who, chain, reserve) : null
     return await relay({ link: this.#link, requestTimeoutMs: conf.requestTimeoutMs }, res, r, writer, {
       kind: 'admit', id: this.#link.nextId(), consumer: who.id, model: r.model, displayModel: r.displayModel,
-      reserve: reservation(conf, r), endpoint: r.endpoint, stream: r.stream, arrived,
+      reserve, endpoint: r.endpoint, stream: r.stream, arrived,
     }, here)
+  }
+
+  /**
+   * Admits the request here, on its consumer's budget in shared memory, and picks its server (link.ts pick), or
+   * null: the control plane is asked. It decides every refusal (counted there, and a cluster node's wait for a
+   * lease round) and every request whose server only it can pick.
+   */
+  #admitHere (who: Consumer, chain: readonly string[], reserve: number): Picked | null {
+    const ledger = this.#ledger
+    if (ledger === null || !this.#link.canPick(chain)) return null
+    const t = ledger.admit(who.id, who.limits, reserve, ledger.leased)
+    if ('status' in t) return null
+    const p = this.#link.pick(chain, t.minute, t.day)
+    if (p === null) t.refund() // every server down meanwhile: no trace of it in the budget
+    return p
   }
 }

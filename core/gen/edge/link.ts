@@ -3,10 +3,12 @@
 // and its questions (admit, retry) waiting for their answers, each for at most
 // ANSWER_WAIT_MS. One per worker (core/worker/main.ts makes it and hands it
 // every data plane generation).
-// A request whose consumer has no limits needs no question: the worker picks
-// its server here from the listing and the shared in-flight counts, by the
-// control plane's rule (remote/choice.ts), and tells it (EdgeAdmitted).
+// A request the worker admits itself on the shared budget records (edge.ts)
+// needs no question: the worker picks its server here from the listing and the
+// shared in-flight counts, by the control plane's rule (remote/choice.ts), and
+// tells it (EdgeAdmitted).
 
+import type { BudgetRecords } from '../../shm/budget-records.js'
 import { addInFlight, inFlightAt } from '../../shm/model-inflight.js'
 import { chooseServer } from '../remote/choice.js'
 import type { EdgeAnswer, EdgeEnd, EdgeAdmit, EdgeAdmitted, EdgeRetry, EdgeServer, EdgeToControl, ListedServer, RemoteListing } from './messages.js'
@@ -14,8 +16,8 @@ import type { EdgeAnswer, EdgeEnd, EdgeAdmit, EdgeAdmitted, EdgeRetry, EdgeServe
 /** A server that lists a model: the model is its models[at]. */
 interface Offer { readonly server: ListedServer, readonly at: number }
 
-/** A server picked here, its count at `slot` taken. */
-export interface Picked { readonly server: EdgeServer, readonly served: string, readonly slot: number }
+/** A server picked here, its count at `slot` taken, for a request admitted here in `minute` and `day` (its Ticket's). */
+export interface Picked { readonly server: EdgeServer, readonly served: string, readonly slot: number, readonly minute: number, readonly day: number }
 
 /**
  * How long a question waits for the control plane, ms: past it the client gets a 503 (LB_ERR_GEN_RELAY_BUSY).
@@ -28,6 +30,8 @@ export class EdgeLink {
   readonly #waitMs: number
   /** the shared memory's words (null: every request is asked about) */
   readonly #i32: Int32Array | null
+  /** the consumers' budgets in shared memory (null: every request is asked about) */
+  readonly records: BudgetRecords | null
   /** canonical name -> the servers that list it (up or not) */
   #offers = new Map<string, Offer[]>()
   #local = new Set<string>()
@@ -36,9 +40,10 @@ export class EdgeLink {
   #seq = 0
   readonly #waiting = new Map<number, { resolve: (a: EdgeAnswer | null) => void, timer: NodeJS.Timeout }>()
 
-  constructor (post: (m: EdgeToControl) => void, i32: Int32Array | null, waitMs = ANSWER_WAIT_MS) {
+  constructor (post: (m: EdgeToControl) => void, i32: Int32Array | null, records: BudgetRecords | null, waitMs = ANSWER_WAIT_MS) {
     this.#post = post
     this.#i32 = i32
+    this.records = records
     this.#waitMs = waitMs
   }
 
@@ -60,25 +65,31 @@ export class EdgeLink {
   knows (model: string): boolean { return this.#offers.has(model) }
 
   /**
-   * The server for `chain`'s first model, picked here and counted in flight (the caller tells the control plane:
-   * EdgeAdmitted), or null: the control plane is asked. It is picked here only when the control plane would not
-   * send the request the old way (every model of the chain a remote one, none local) and has a server for it:
-   * up, listing it, loaded there first, then the fewest in flight across every thread.
+   * Whether pick() may pick here: the control plane would not send the request the old way (every model of the
+   * chain a remote one, none local), and counts every server listing the first model in shared memory.
    */
-  pick (chain: readonly string[]): Picked | null {
-    const i32 = this.#i32
-    if (i32 === null) return null
-    for (const m of chain) if (!this.#offers.has(m) || this.#local.has(m)) return null
-    const offers = this.#offers.get(chain[0]!)!
+  canPick (chain: readonly string[]): boolean {
+    if (this.#i32 === null) return false
+    for (const m of chain) if (!this.#offers.has(m) || this.#local.has(m)) return false
     // a slot of -1 is counted in the control plane's memory: only it can compare
-    if (offers.some((o) => o.server.up && o.server.slots[o.at]! < 0)) return null
+    return !this.#offers.get(chain[0]!)!.some((o) => o.server.up && o.server.slots[o.at]! < 0)
+  }
+
+  /**
+   * The server for `chain`'s first model (canPick), picked here and counted in flight for a request admitted here
+   * in `minute` and `day` (the caller tells the control plane: EdgeAdmitted), or null: none is up. Up, listing
+   * it, loaded there first, then the fewest in flight across every thread.
+   */
+  pick (chain: readonly string[], minute: number, day: number): Picked | null {
+    const i32 = this.#i32!
+    const offers = this.#offers.get(chain[0]!)!
     const i = chooseServer(offers.length, this.#turn++ % offers.length, (i) => offers[i]!.server.up,
       (i) => offers[i]!.server.loaded[offers[i]!.at]!, (i) => inFlightAt(i32, offers[i]!.server.slots[offers[i]!.at]!))
     if (i < 0) return null
     const { server, at } = offers[i]!
     const slot = server.slots[at]!
     addInFlight(i32, slot, 1)
-    return { server: server.call, served: server.served[at]!, slot }
+    return { server: server.call, served: server.served[at]!, slot, minute, day }
   }
 
   /** A new request's id (this worker's). */

@@ -51,14 +51,17 @@ export interface EdgeAdmit {
 }
 
 /**
- * Worker → control plane: a request the worker admitted itself, not waiting for an answer: its consumer has no
- * limits to check, and the worker picked `server` for the chain's first model from its listing, its in-flight count
- * at `slot` already counted. The control plane takes it from there as if it had answered an admit (retry, end).
+ * Worker → control plane: a request the worker admitted itself, not waiting for an answer: on its consumer's
+ * budget in shared memory (its ticket's `minute` and `day`, `reserve` reserved), and the worker picked `server` for
+ * the chain's first model from its listing, its in-flight count at `slot` already counted. The control plane takes
+ * it from there as if it had answered an admit (retry, end).
  */
 export interface EdgeAdmitted extends Omit<EdgeAdmit, 'kind'> {
   readonly kind: 'admitted'
   readonly server: string
   readonly slot: number
+  readonly minute: number
+  readonly day: number
 }
 
 /** Worker → control plane: the server named last could not start the reply (nothing reached the client). */

@@ -43,7 +43,7 @@ export async function relay (env: RelayEnv, res: EdgeResponse, r: GenRequest, wr
   if (here === null) a = await link.ask(admit)
   else {
     // told once the request went out (the attempt's synchronous part, below), and before any retry or end of it
-    queueMicrotask(() => link.tell({ ...admit, kind: 'admitted', server: here.server.name, slot: here.slot }))
+    queueMicrotask(() => link.tell({ ...admit, kind: 'admitted', server: here.server.name, slot: here.slot, minute: here.minute, day: here.day }))
     a = { server: here.server, served: here.served }
   }
   if (a === null) {

@@ -11,9 +11,10 @@
 // tokens) are charged from it, as the service's own path charges them.
 // A chain with a local model in it, or none a server lists, is answered "go
 // the old way": the service's socket serves it whole (the worker's snapshot was stale).
-// A request whose consumer has no limits is not asked about: the worker picked
-// its server and counted it (core/gen/edge/link.ts pick) and says so
-// (admitted); it is held from then on as if admitted here.
+// A request the worker could admit itself is not asked about: it admitted it
+// on the shared budget records (core/gen/budget/ledger.ts), picked its server
+// and counted it (core/gen/edge/link.ts pick) and says so (admitted); it is
+// held from then on as if admitted here, its ticket taken over (Budget.adopt).
 
 import { formatError } from '../../errors.js'
 import type { Consumer } from '../budget/consumer.js'
@@ -132,9 +133,7 @@ export class RemoteBroker {
     const names = env.remote.chain(a.model)
     // the worker has the same [generation] (static) and the listing this process sent: these hold
     if (who === null || s === undefined || s.slot(names[0]!) !== a.slot) throw new Error(`no consumer ${a.consumer} or server ${a.server} slot ${a.slot} here`)
-    const ticket = env.budget.admit(who, a.reserve)
-    // no limits: a ticket at once, never a refusal or a wait for a lease
-    if (ticket instanceof Promise || isApiError(ticket)) throw new Error(`consumer ${a.consumer} has limits`)
+    const ticket = env.budget.adopt(who, a.reserve, a.minute, a.day)
     this.admissions.worker++
     const h = this.#hold(`${worker}:${a.id}`, a, env.budget.meterOf(who, ticket), names)
     h.tried.add(s)
