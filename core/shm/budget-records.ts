@@ -11,7 +11,11 @@
 // least recently used idle way to a newcomer, who starts with fresh windows; a
 // way with a request in flight is never given away, so an admitted request's
 // record stays its consumer's until it ends. Past BUDGET_WAYS consumers in
-// flight in one set a newcomer gets no record (open() = -1).
+// flight in one set a newcomer gets no record (openAnon() = -1).
+// A request in flight is given back by its ticket's end, in whichever thread
+// holds it; a worker that dies in the same turn of its loop in which it
+// admitted a request, before telling the control plane (EdgeAdmitted), leaves
+// that one in flight, as core/shm/model-inflight.ts says of its counts.
 
 import {
   BH_LEASING, BR, BR_WORDS, BS_KEY_A, BS_KEY_B, BS_LOCK, BS_SEEN, BUDGET_BASE, BUDGET_HEADER_WORDS,
