@@ -206,14 +206,18 @@ export function limitTable (name: string, conf: RateLimitConf): LimitTable {
 }
 
 /**
- * Lease rounds a request past this node's lease waits through before it is
- * decided on the lease it has (a refusal), and ms it waits for each: a round
- * takes one Redis round trip or fails after max_wait, and `fall` failed rounds
- * in a row (3 × 50 ms by default) make Redis down, when the local share (or
- * failure_mode = "closed"'s 503) decides instead.
+ * How long a request past this node's lease may wait for lease rounds before
+ * it is decided on the lease it has (a refusal), ms, and for each round at
+ * most. A round takes one Redis round trip, or fails after max_wait; the
+ * request asks again after each one that left it past its lease, so a frozen
+ * Redis is judged down (`fall` separate failed commands: about 250 ms with the
+ * defaults, more when other commands' failures overlap them and count once)
+ * well within the wait, and the local share (or failure_mode = "closed"'s 503)
+ * decides instead. A bound on rounds rather than time would run out first:
+ * four failed rounds take about 200 ms.
  */
-const LEASE_TRIES = 4
-const LEASE_WAIT_MS = 250
+const LEASE_WAIT_MS = 1000
+const LEASE_ROUND_MS = 250
 
 /** A table call of a cluster-scope limit: window() or bucket() with the request's keys, `ask` as they take it. */
 type Attempt = (ctx: Ctx, ka: number, kb: number, ask: boolean) => number
@@ -229,8 +233,9 @@ function clusterPath (i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: nu
   attempt: Attempt, decided: (ctx: Ctx, r: number) => Verdict | Promise<Verdict>) {
   // off the hot path: the source is past its lease and the control plane asks Redis for more
   const waitLease = async (ctx: Ctx, ka: number, kb: number, seen: number): Promise<Verdict> => {
-    for (let tries = 1; ; tries++) {
-      await nextLeaseRound(i32, seen, LEASE_WAIT_MS)
+    const start = now()
+    for (;;) {
+      await nextLeaseRound(i32, seen, LEASE_ROUND_MS)
       seen = leaseRounds(i32)
       // Redis judged down meanwhile (the rounds this request waited on failed): as for a request that finds it down
       if (closed !== null && clusterDown(i32)) {
@@ -238,7 +243,7 @@ function clusterPath (i32: Int32Array, sourceOf: (ctx: Ctx) => string, seedA: nu
         ctx.reply = closed
         return HANDLED
       }
-      const r = attempt(ctx, ka, kb, tries < LEASE_TRIES)
+      const r = attempt(ctx, ka, kb, ((now() - start) | 0) < LEASE_WAIT_MS)
       if (r !== ASK_LEASE) return await decided(ctx, r)
     }
   }

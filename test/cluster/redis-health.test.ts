@@ -117,3 +117,25 @@ describe('cluster: Redis judged down from several failed commands, not one slow 
     assert.deepEqual(statuses(open.replies), { 200: open.replies.length })
   })
 })
+
+describe('cluster: a request waiting for a lease when Redis freezes waits until Redis is judged down, not a count of rounds', () => {
+  // fall = 6: Redis is judged down after six separate failed commands of max_wait (50 ms) each, at least 300 ms,
+  // while four failed lease rounds take about 200 ms (the bound this replaced, which refused here with a 429)
+  const f = clusterFixture({ names: ['solo'], cluster: 'max_wait = "50ms"\nfall = 6' })
+
+  test('a source with no lease yet, its first request sent as Redis stops: decided on the local share (200), not refused', async () => {
+    const [n] = f.nodes
+    await until('Redis up', async () => await metric(n!, 'lb_cluster_redis_up') === 1)
+    f.redis.pause()
+    try {
+      const started = Date.now()
+      const r = await request(`${n!.lb.url}/limited`, { localAddress: '127.0.0.61' })
+      assert.equal(r.status, 200, `after ${Date.now() - started} ms: ${r.body}`)
+      assert.equal(await metric(n!, 'lb_cluster_redis_up'), 0, 'decided once Redis was judged down')
+      assert.ok(Date.now() - started < 1000, 'within the wait of 1 s')
+    } finally {
+      f.redis.resume()
+    }
+    await until('Redis up again', async () => await metric(n!, 'lb_cluster_redis_up') === 1, 5000)
+  })
+})
