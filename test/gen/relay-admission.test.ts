@@ -21,6 +21,7 @@ const FREE = 'lb-free-key-0123456789abcdefghijk'
 const OTHER_MODEL = 'lb-other-model-0123456789abcdefgh'
 const ONE = 'lb-one-at-a-time-0123456789abcdefg'
 const LIMITED_RPM = 12
+const ANON_RPM = 5
 
 /** A stream on a connection of its own (so that the kernel spreads them over the workers), open until closed. */
 function openStream (url: string, key: string): Promise<() => void> {
@@ -79,10 +80,11 @@ test('a consumer without limits is admitted in the worker; the server with the f
   for (const c of closes) c()
 })
 
-/** A POST on a connection of its own (the kernel spreads them over the workers): its status. */
+/** A POST on a connection of its own (the kernel spreads them over the workers), with `key` unless '': its status. */
 function postAlone (url: string, key: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' } }, (res) => {
+    const auth = key === '' ? {} : { authorization: `Bearer ${key}` }
+    const req = request(url, { method: 'POST', agent: false, headers: { ...auth, 'content-type': 'application/json', connection: 'close' } }, (res) => {
       res.resume()
       res.on('end', () => resolve(res.statusCode ?? 0))
     })
@@ -109,6 +111,9 @@ hash = "${tokenHash(FREE)}"
 consumer = "other-model"
 hash = "${tokenHash(OTHER_MODEL)}"
 models = ["n"]
+[generation.auth]
+required = false
+rpm = ${ANON_RPM}
 `), { workers: 2 })
   t.after(() => lb.stop())
   const chat = '{"model":"m","messages":[{"role":"user","content":"Hi"}]}'
@@ -135,8 +140,15 @@ models = ["n"]
     new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] })
   for (let i = 0; i < 2; i++) await ask(FREE)
   await assert.rejects(ask(OTHER_MODEL), (e: unknown) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found')
-  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 0)
   assert.equal(await lbMetric(lb, 'lb_gen_consumer_requests_total{consumer="free"}'), 2, 'charged to its consumer all the same')
+
+  // without a key: the source address is the consumer, its record in the shared table of consumers without a key
+  await withinOneMinute(async () => {
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => postAlone(`${lb.url}/v1/chat/completions`, '', chat)))
+    assert.equal(statuses.filter((s) => s === 200).length, ANON_RPM, `statuses: ${statuses.join(' ')}`)
+  })
+  assert.equal(await lbMetric(lb, 'lb_gen_consumer_rejections_total{consumer="other",reason="rpm"}'), 20 - ANON_RPM)
+  assert.equal(await lbMetric(lb, 'lb_gen_relay_admissions_total{by="control_plane"}'), 0)
 })
 
 test('every way a worker-admitted request ends gives its count back: a server dying mid-stream, refusing, a client leaving', async (t) => {
