@@ -17,7 +17,7 @@ import { redisBinary, type RedisServer, startRedis } from '../cluster/redis.js'
 import type { Redis } from 'ioredis'
 import { type Lb, startLb, waitFor } from '../helpers.js'
 import { type FakeOpenAi, startFakeOpenAi } from './fake-openai.js'
-import { gatewayConfig, roomInMinute, STORIES, withinOneMinute } from './helpers.js'
+import { gatewayConfig, lbMetric, openaiServers, roomInMinute, STORIES, withinOneMinute } from './helpers.js'
 
 const RPM_KEY = 'lb-cluster-rpm-0123456789abcdefg'
 const TPM_KEY = 'lb-cluster-tpm-0123456789abcdefg'
@@ -26,6 +26,7 @@ const BURST_TPM_KEY = 'lb-cluster-burst-tpm-0123456789ab'
 const DOWN_KEY = 'lb-cluster-redis-down-0123456789a'
 const ONE_NODE_KEY = 'lb-cluster-one-node-0123456789abc'
 const GIVE_KEY = 'lb-cluster-give-back-0123456789ab'
+const FROZEN_KEY = 'lb-cluster-frozen-0123456789abcde'
 /** The bursts' limits: BURST_RPM requests per minute, BURST_TPM tokens per minute (100 requests of the fake's 10 tokens). */
 const BURST_RPM = 60
 const BURST_TPM = 1000
@@ -75,11 +76,11 @@ node_ttl = "1500ms"
 max_wait = "1s"
 `)
 
-/** The status of a one-token completion on `lb` with `key`, and the error message of a refusal. */
-async function complete (lb: Lb, key: string): Promise<{ status: number, message: string }> {
+/** The status of a one-token completion of `model` on `lb` with `key`, and the error message of a refusal. */
+async function complete (lb: Lb, key: string, model = 'stories'): Promise<{ status: number, message: string }> {
   const client = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: key, maxRetries: 0 })
   try {
-    await client.completions.create({ model: 'stories', prompt: 'Hi', max_tokens: 1 })
+    await client.completions.create({ model, prompt: 'Hi', max_tokens: 1 })
     return { status: 200, message: '' }
   } catch (e) {
     if (e instanceof OpenAI.APIError) return { status: e.status ?? 0, message: e.message }
@@ -264,3 +265,35 @@ async function burst (nodes: Lb[], key: string, n: number): Promise<BurstOutcome
   await Promise.all(Array.from({ length: 30 }, async () => { while (next < n) await one(next++) }))
   return o
 }
+
+test('a key\'s first request on a node, sent as Redis freezes: decided on the node\'s counts once Redis is judged down, not refused on its empty lease', async (t) => {
+  const redis = await startRedis(redisBinary())
+  t.after(() => redis.stop())
+  const fake = await startFakeOpenAi(t, ['remote-model'])
+  // fall = 6: Redis is judged down after six separate failed commands of max_wait (50 ms) each, at least 300 ms,
+  // while four failed lease rounds take about 200 ms (the bound this replaced, which refused here: HELD)
+  const lb = await startLb(gatewayConfig({}, `${openaiServers({ fake: fake.url })}
+[[generation.keys]]
+consumer = "frozen"
+hash = "${tokenHash(FROZEN_KEY)}"
+rpm = 10
+
+[cluster]
+url = "${redis.url}"
+node = "solo"
+prefix = "budget-frozen:"
+max_wait = "50ms"
+fall = 6
+`))
+  t.after(() => lb.stop())
+  await waitFor(async () => await lbMetric(lb, 'lb_cluster_redis_up') === 1 ? true : null, 'Redis judged up')
+  redis.pause()
+  try {
+    const started = Date.now()
+    const r = await complete(lb, FROZEN_KEY, 'remote-model')
+    assert.equal(r.status, 200, `after ${Date.now() - started} ms: ${r.message}`)
+    assert.equal(await lbMetric(lb, 'lb_cluster_redis_up'), 0, 'decided once Redis was judged down')
+  } finally {
+    redis.resume()
+  }
+})

@@ -44,8 +44,12 @@ export interface BudgetView {
   limits: GenLimits
 }
 
-/** Lease rounds a request past its node's lease waits for at most (each bounded by [cluster] max_wait), as the rate limit's. */
-const LEASE_ROUNDS = 4
+/**
+ * How long a request past its node's lease waits for lease rounds at most, ms, as the rate limit's
+ * (plugins/rate-limit.ts): bounded by time, not by rounds, so that a frozen Redis (each round failing after
+ * max_wait) is judged down within it and the request is decided on the counts, not refused on its lease.
+ */
+const LEASE_WAIT_MS = 1000
 
 /** A job's sink that knows what its request used; release() ends a request whose sink was detached, refund() one that never ran. */
 export interface MeteredSink extends JobSink {
@@ -105,7 +109,7 @@ export class Budget {
   /**
    * Admits a request reserving `reserve` tokens (the most lb knows it may use: Ledger.admit), or the 429 to answer
    * (with its Retry-After), counted by reason. In cluster mode a request past this node's lease waits for lease
-   * rounds (a Promise: only then), at most LEASE_ROUNDS, each ended by a reply or [cluster] max_wait.
+   * rounds (a Promise: only then), for at most LEASE_WAIT_MS, each ended by a reply or [cluster] max_wait.
    */
   admit (who: Consumer, reserve = 0): Ticket | Refusal | Promise<Ticket | Refusal> {
     const lease = this.#lease
@@ -126,12 +130,12 @@ export class Budget {
 
   async #waitLease (who: Consumer, reserve: number, lease: BudgetLease): Promise<Ticket | Refusal> {
     let t: Ticket | Refusal
-    let rounds = 0
+    const start = performance.now()
     do {
       await lease.need()
       // Redis judged down meanwhile: decided as without leases
       t = this.#ledger.admit(who.id, who.limits, reserve, lease.active)
-    } while ('status' in t && t.wait && ++rounds < LEASE_ROUNDS)
+    } while ('status' in t && t.wait && performance.now() - start < LEASE_WAIT_MS)
     return this.#counted(who, t)
   }
 

@@ -21,7 +21,7 @@ export interface Picked { readonly server: EdgeServer, readonly served: string, 
 
 /**
  * How long a question waits for the control plane, ms: past it the client gets a 503 (LB_ERR_GEN_RELAY_BUSY).
- * Above the longest admission: a cluster node waits for at most 4 lease rounds of [cluster] max_wait each.
+ * Above the longest admission: a cluster node waits for lease rounds for at most 1 s (Budget.admit).
  */
 export const ANSWER_WAIT_MS = 10_000
 
