@@ -7,10 +7,11 @@
 // a model a remote server lists (the listing the control plane pushes), admits
 // it itself on its consumer's budget in shared memory (core/gen/budget/ledger.ts)
 // or, when it cannot decide alone, asks the control plane once (link.ts,
-// messages.ts), and relays the server's reply here (relay.ts). Everything else, and whatever the control
-// plane says is not for it (a local model, a refusal the service makes
-// itself: a bad body, a missing key, a prompt over the limits), goes the old
-// way: the body already read is replayed to the service's socket.
+// messages.ts), and relays the server's reply here (relay.ts). Everything
+// else, and whatever the control plane says is not for it (a local model, a
+// refusal the service makes itself: a bad body, a missing key, a prompt over
+// the limits), goes the old way: the body already read is replayed to the
+// service's socket.
 
 import { apiOfPath } from '../../api-errors.js'
 import type { GenerationConf } from '../../config/generation.js'
