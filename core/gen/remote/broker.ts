@@ -76,9 +76,12 @@ export class RemoteBroker {
         try {
           this.#admitted(worker, m)
         } catch (e) {
-          // the request runs anyway (the worker did not wait): its count is given back, its end not counted
+          // the request runs anyway (the worker did not wait): its counts are given back (the server's, its
+          // consumer's in flight and reservation), its end not counted
           this.#env.log.error('a request a worker admitted could not be held', { err: (e as Error).message })
           if (m.slot >= 0) addInFlight(this.#env.remote.slots!.i32, m.slot, -1)
+          const who = this.#env.budget.consumerById(m.consumer)
+          if (who !== null) this.#env.budget.adopt(who, m.reserve, m.minute, m.day).end(0)
         }
         break
       case 'retry':
