@@ -28,7 +28,7 @@ export { rewritePath } from './worker/request/path-rewrite.js'
 // the shared rate table (env.shm): new RateTable(env.shm.i32); key your entries with your own seeds
 export { ASK_LEASE, KeyHasher, type KeySpace, MILLI, RateTable, fmix32, keyA, keyB, keySpace } from './shm/rate-table.js'
 // the cluster-wide rate table ([cluster] only): pass its `cx` to RateTable.window
-export { type ClusterTable, clusterDown, clusterTable, countClusterRefusal, countUnavailable, leaseRounds, nextLeaseRound } from './shm/cluster-table.js'
+export { type ClusterTable, clusterDown, clusterTable, countClusterRefusal, countUnavailable, LEASE_ROUND_MS, LEASE_WAIT_MS, leaseRounds, nextLeaseRound } from './shm/cluster-table.js'
 // what a rate limit tells `show table` and the config API about its entries
 export type { LimitTable } from './shm/rate-entries.js'
 // revoked sessions, shared by every worker (and, through env.shareRevocation, by every node): a logout's entry

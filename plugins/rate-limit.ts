@@ -30,7 +30,7 @@
 import {
   type Checker, type Ctx, type LimitTable, type Reply, type SourceConf, type Table, type Verdict, ASK_LEASE, HANDLED, KeyHasher, MILLI, NEXT,
   ipv6Prefix, RateTable, SOURCE_KEYS, canonicalIp, checkSource, clusterDown, clusterTable, compileSource, countClusterRefusal, countUnavailable, definePlugin,
-  type KeySpace, formatError, join, keyA, keyB, keySpace, leaseRounds, nextLeaseRound, now, parseIp,
+  type KeySpace, formatError, join, keyA, keyB, keySpace, LEASE_ROUND_MS, LEASE_WAIT_MS, leaseRounds, nextLeaseRound, now, parseIp,
 } from 'lb/plugin'
 
 export const ALGORITHMS = ['tokenBucket', 'leakyBucket', 'slidingWindow'] as const
@@ -204,20 +204,6 @@ export function limitTable (name: string, conf: RateLimitConf): LimitTable {
     },
   }
 }
-
-/**
- * How long a request past this node's lease may wait for lease rounds before
- * it is decided on the lease it has (a refusal), ms, and for each round at
- * most. A round takes one Redis round trip, or fails after max_wait; the
- * request asks again after each one that left it past its lease, so a frozen
- * Redis is judged down (`fall` separate failed commands: about 250 ms with the
- * defaults, more when other commands' failures overlap them and count once)
- * well within the wait, and the local share (or failure_mode = "closed"'s 503)
- * decides instead. A bound on rounds rather than time would run out first:
- * four failed rounds take about 200 ms.
- */
-const LEASE_WAIT_MS = 1000
-const LEASE_ROUND_MS = 250
 
 /** A table call of a cluster-scope limit: window() or bucket() with the request's keys, `ask` as they take it. */
 type Attempt = (ctx: Ctx, ka: number, kb: number, ask: boolean) => number

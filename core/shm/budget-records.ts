@@ -106,7 +106,7 @@ export class BudgetRecords {
       return -1
     }
     i32[set + BS_SEEN + way] = now | 0
-    return this.#records + (this.keyed + setIndex * BUDGET_WAYS + way) * BR_WORDS
+    return this.#recordOf(setIndex, way)
   }
 
   /** Takes record `rec`'s lock again (an admitted request ending: its record is still its consumer's). */

@@ -1,6 +1,7 @@
 // The layout of the one SharedArrayBuffer shared by the control plane and every
 // data-plane worker (core/shm/buffer.ts allocates and attaches it). A change
-// here changes the contract between threads: bump LAYOUT_VERSION. No objects or strings live here, only numbers.
+// here changes the contract between threads: bump LAYOUT_VERSION. No objects
+// or strings live here, only numbers.
 //
 //  ┌──────────────────────────────── Int32 words (i32) ────────────────────────────────────┐┌── Float64 words (f64) ──┐
 //  │ HEADER │ SERVERS × SRV │ SERVICES × SVC │ RATE_SETS × RATE_SET │ RATE_ENTRIES × RN (names) ││ STRIPES × STRIPE_WORDS  │
@@ -370,7 +371,7 @@ setCapacities(DEFAULT_CAPACITIES, 1)
 export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS, budget = NO_BUDGETS): number {
   const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
     REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS + HANDOFF_CELLS +
-    BUDGET_HEADER_WORDS + budget.keyed + budget.sets * BUDGET_SET_WORDS
+    BUDGET_HEADER_WORDS + Math.ceil(budget.keyed / 16) * 16 + budget.sets * BUDGET_SET_WORDS
   const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
   return i32 * 4 + ((workers + 1) * stripe + budgetRecords(budget) * BR_WORDS) * 8
 }

@@ -14,11 +14,13 @@ import type { Logger } from '../../log.js'
 import type { ApiError } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
-import { OTHER } from './conf.js'
+import { hasLimits, OTHER } from './conf.js'
 import { type Consumer, Consumers } from './consumer.js'
 import { type BudgetCluster, BudgetLease } from './lease.js'
 import { Ledger, type Refusal, type Ticket } from './ledger.js'
-import type { BudgetRecords } from '../../shm/budget-records.js'
+import { BudgetRecords } from '../../shm/budget-records.js'
+import { LEASE_WAIT_MS } from '../../shm/cluster-table.js'
+import { BUDGET_SETS_ON } from '../../shm/layout.js'
 import { UsageStats } from './usage.js'
 
 /** What an admitted request used: each of its ends charges its ticket once (Budget.meterOf). */
@@ -44,13 +46,6 @@ export interface BudgetView {
   limits: GenLimits
 }
 
-/**
- * How long a request past its node's lease waits for lease rounds at most, ms, as the rate limit's
- * (plugins/rate-limit.ts): bounded by time, not by rounds, so that a frozen Redis (each round failing after
- * max_wait) is judged down within it and the request is decided on the counts, not refused on its lease.
- */
-const LEASE_WAIT_MS = 1000
-
 /** A job's sink that knows what its request used; release() ends a request whose sink was detached, refund() one that never ran. */
 export interface MeteredSink extends JobSink {
   release (): void
@@ -68,7 +63,7 @@ export class Budget {
   constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], records?: BudgetRecords, clock: () => number = Date.now) {
     this.#consumers = new Consumers(auth, keys)
     this.#keyed = this.#consumers.labels()
-    this.#ledger = new Ledger(this.#keyed, clock, records)
+    this.#ledger = new Ledger(this.#keyed, clock, records ?? BudgetRecords.private(this.#keyed.length, hasLimits(auth) ? BUDGET_SETS_ON : 0))
     this.usage = new UsageStats([...this.#keyed, OTHER])
   }
 
@@ -109,7 +104,8 @@ export class Budget {
   /**
    * Admits a request reserving `reserve` tokens (the most lb knows it may use: Ledger.admit), or the 429 to answer
    * (with its Retry-After), counted by reason. In cluster mode a request past this node's lease waits for lease
-   * rounds (a Promise: only then), for at most LEASE_WAIT_MS, each ended by a reply or [cluster] max_wait.
+   * rounds (a Promise: only then), for at most LEASE_WAIT_MS (core/shm/cluster-table.ts), each ended by a reply or
+   * [cluster] max_wait.
    */
   admit (who: Consumer, reserve = 0): Ticket | Refusal | Promise<Ticket | Refusal> {
     const lease = this.#lease

@@ -5,7 +5,7 @@
 
 import { type Checker, join, type Table } from '../../config/check.js'
 import type { GenAuthConf, GenKeyConf, GenLimits, GenerationConf } from '../../config/generation.js'
-import { BUDGET_SETS_ON, type BudgetRoom } from '../../shm/layout.js'
+import { BUDGET_SETS_ON, type BudgetRoom, NO_BUDGETS } from '../../shm/layout.js'
 import { parseTokenHash } from '../../auth/token-digest.js'
 import { MODEL_PATTERN } from './models.js'
 
@@ -73,12 +73,14 @@ export function checkAuth (c: Checker, raw: unknown, path: string): GenAuthConf 
   return { required: c.bool(t, 'required', path, true), ...limits(c, t, path) }
 }
 
+/** Whether `l` sets any limit (requests per minute, tokens per minute or day, in flight): else nothing is counted. */
+export const hasLimits = (l: GenLimits): boolean => l.rpm > 0 || l.tpm > 0 || l.tpd > 0 || l.maxInFlight > 0
+
 /**
  * The shared memory's room for budgets (core/shm/budget-records.ts): a record per key's consumer, and the table
  * of consumers without a key only when [generation.auth] gives them limits (else nothing of them is counted).
  */
 export function budgetRoom (g: GenerationConf): BudgetRoom {
-  if (!g.enabled) return { keyed: 0, sets: 0 }
-  const a = g.auth
-  return { keyed: g.keys.length, sets: a.rpm > 0 || a.tpm > 0 || a.tpd > 0 || a.maxInFlight > 0 ? BUDGET_SETS_ON : 0 }
+  if (!g.enabled) return NO_BUDGETS
+  return { keyed: g.keys.length, sets: hasLimits(g.auth) ? BUDGET_SETS_ON : 0 }
 }

@@ -74,13 +74,13 @@ export class BudgetLease {
     if (this.#consumers.length === 0 || this.#timer !== null) return
     this.#timer = setInterval(() => { this.#enqueue(false).catch(() => {}) }, this.#c.syncIntervalMs)
     this.#timer.unref()
-    this.#ledger.leasing = true
+    this.#ledger.setLeasing(true)
   }
 
   stop (): void {
     if (this.#timer !== null) clearInterval(this.#timer)
     this.#timer = null
-    this.#ledger.leasing = false
+    this.#ledger.setLeasing(false)
   }
 
   /** A request waits for a lease (Ledger.admit marked its consumer): resolves after the next bell round, granted or not. */

@@ -34,6 +34,7 @@ import { ERRORS, formatError } from '../../errors.js'
 import type { ApiError } from '../dispatch/request.js'
 import { BudgetRecords } from '../../shm/budget-records.js'
 import { BUDGET_SETS_ON, BUDGET_WAYS } from '../../shm/layout.js'
+import { hasLimits } from './conf.js'
 import { DAY_MS, type LeaseAsk, MINUTE_MS, Usage } from './window.js'
 
 export type { LeaseAsk } from './window.js'
@@ -70,6 +71,10 @@ export interface Refusal extends ApiError { reason: RejectReason, held: boolean,
 
 const secondsTo = (end: number, now: number): number => Math.max(1, Math.ceil((end - now) / 1000))
 
+/** #open's answers other than a record: a consumer without a key or limits (nothing counted), or no record for it. */
+const UNCOUNTED = -2
+const NO_RECORD = -1
+
 /** What a consumer without a key and without limits is given: nothing of it is counted. */
 const FREE: Ticket = { minute: 0, day: 0, end: () => {}, refund: () => {} }
 
@@ -86,6 +91,8 @@ export class Ledger {
   readonly #u: Usage
   /** ms since the epoch (a parameter so that a test can move time) */
   readonly #clock: () => number
+  /** the clock when #open took the record now open */
+  #now = 0
   // a refusal as decided under the lock, built once it is released (a critical section allocates nothing)
   #reason: RejectReason = 'rpm'
   #used = 0
@@ -107,8 +114,8 @@ export class Ledger {
    */
   admit (id: string, limits: GenLimits, reserve = 0, leased = false): Ticket | Refusal {
     const rec = this.#open(id, limits, true)
-    if (rec === -2) return FREE
-    if (rec === -1) return full(id)
+    if (rec === UNCOUNTED) return FREE
+    if (rec === NO_RECORD) return full(id)
     const u = this.#u
     const ok = this.#check(u, limits, reserve, leased)
     if (ok) {
@@ -158,9 +165,8 @@ export class Ledger {
 
   /** Whether admissions go by the cluster's leases (BudgetLease started, Redis up), as every thread sees it. */
   get leased (): boolean { return this.#records.leased() }
-  /** Whether BudgetLease runs (it sets this when it starts and stops). */
-  get leasing (): boolean { return this.#records.leasing }
-  set leasing (on: boolean) { this.#records.leasing = on }
+  /** BudgetLease started (true) or stopped. */
+  setLeasing (on: boolean): void { this.#records.leasing = on }
 
   /** Consumer `id`'s use of its current windows, the other nodes' included (what admit() compares with the limits). */
   used (id: string, limits: GenLimits): WindowCounts & { inFlight: number } {
@@ -180,13 +186,14 @@ export class Ledger {
   }
 
   /**
-   * Consumer `id`'s record, its lock taken and the cursor on it with its windows rolled to now (close() it); -2: a
-   * consumer without a key or limits, nothing kept; -1: none (not `create`d, or none free: BudgetRecords.openAnon).
+   * Consumer `id`'s record, its lock taken and the cursor on it with its windows rolled to now (close() it);
+   * UNCOUNTED: a consumer without a key or limits, nothing kept; NO_RECORD: not `create`d, or none free
+   * (BudgetRecords.openAnon).
    */
   #open (id: string, limits: GenLimits, create: boolean): number {
     const k = this.#keyed.get(id)
-    if (k === undefined && limits.rpm === 0 && limits.tpm === 0 && limits.tpd === 0 && limits.maxInFlight === 0) return -2
-    const now = this.#clock()
+    if (k === undefined && !hasLimits(limits)) return UNCOUNTED
+    const now = this.#now = this.#clock()
     const rec = k !== undefined ? this.#records.openKeyed(k) : this.#records.openAnon(id, now, create)
     if (rec >= 0) {
       this.#u.at = rec
@@ -197,7 +204,7 @@ export class Ledger {
 
   /** Whether the request may run; if not, why (#reason...). The record's lock is held. */
   #check (u: Usage, limits: GenLimits, reserve: number, leased: boolean): boolean {
-    const now = this.#clock()
+    const now = this.#now
     const nextMinute = (u.minute + 1) * MINUTE_MS
     this.#held = false
     this.#wait = false
