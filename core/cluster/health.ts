@@ -9,9 +9,8 @@
 // a row (HAProxy's health-check `fall`), where failures that overlap count
 // once: a command sent before the previous counted failure came back was
 // waiting through the same stall. So with the defaults (fall 3, max_wait
-// 50 ms, sync_interval 100 ms) Redis is down when three separate tries, each
-// given 50 ms, got no answer: a Redis that has not answered for at least
-// 150 ms, and about 250 ms while rate limits are synced. A refused connection
+// 50 ms) Redis is down when three separate tries, each given 50 ms, got no
+// answer: a Redis silent for 150 ms or less never is. A refused connection
 // fails at once, so a Redis that is gone is down after the same three tries.
 // Down, it is up again after `rise` answered commands in a row. A failure
 // below `fall` is logged at debug level; each change of health once (error,
