@@ -8,6 +8,9 @@
 //                     entry point with http2 = true and to one with it off (uWS TLS, as before h2)
 //   grpc-unary        gRPC unary calls over h2c, 64 x 10: nginx grpc_pass,
 //                     HAProxy proto h2, lb with an h2c service
+// Beside them, in the h2 and gRPC loads and never a reference, "floor": node:http2
+// on one thread doing the least (bench/h2/floor-h2.ts; answering h2 itself,
+// forwarding gRPC on one session), the bound of any proxy built on node:http2.
 // Printed per load: requests/s, requests per proxy CPU-second, that ÷ the best
 // of nginx and HAProxy (h1: lb with http2 ÷ lb without), p99 from h2load's
 // per-request log, the proxy's CPU, and a noise line: the machine's busy
@@ -167,7 +170,7 @@ function summary (loads: Load[], results: Result[]): string {
 async function main (): Promise<void> {
   mkdirSync(OUT, { recursive: true })
   const port = { backend: await freePort(), grpcBackend: await freePort() }
-  const peers = { nginx: { h2: await freePort(), grpc: await freePort() }, haproxy: { h2: await freePort(), grpc: await freePort() }, lb: { h2: await freePort(), grpc: await freePort(), h1: await freePort() } }
+  const peers = { nginx: { h2: await freePort(), grpc: await freePort() }, haproxy: { h2: await freePort(), grpc: await freePort() }, lb: { h2: await freePort(), grpc: await freePort(), h1: await freePort() }, floor: { h2: await freePort(), grpc: await freePort() } }
   const certs = join(OUT, 'certs')
   execFileSync('bash', [join(ROOT, 'conf', 'make-cert.sh'), certs, 'localhost'], { stdio: 'ignore' })
   writeFileSync(join(certs, 'haproxy.pem'), readFileSync(join(certs, 'lb.crt'), 'utf8') + readFileSync(join(certs, 'lb.key'), 'utf8'))
@@ -184,6 +187,8 @@ async function main (): Promise<void> {
     nginx: start('nginx', 'nginx', ['-p', join(OUT, 'nginx') + '/', '-e', 'error.log', '-c', render('nginx.conf.in', 'nginx', vars(peers.nginx, 'nginx')), '-g', 'daemon off;']).pid!,
     haproxy: start('haproxy', 'haproxy', ['-db', '-f', render('haproxy.cfg.in', 'haproxy', vars(peers.haproxy, 'haproxy'))]).pid!,
     lb: start('lb', process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', render('lb.toml.in', 'lb', vars(peers.lb, 'lb'))]).pid!,
+    floor: start('floor', process.execPath, [join(ROOT, 'dist', 'bench', 'h2', 'floor-h2.js'), String(peers.floor.h2), String(peers.floor.grpc), String(port.grpcBackend),
+      join(certs, 'lb.crt'), join(certs, 'lb.key')]).pid!,
   }
 
   // preflight: every target answers what the backends serve
@@ -204,7 +209,7 @@ async function main (): Promise<void> {
     log(`started ${name} (pid ${pid[name as keyof typeof pid]}): h2 on ${p.h2}, gRPC on ${p.grpc}: preflight ok`)
   }
 
-  const h2 = (path: string): Target[] => (['nginx', 'haproxy', 'lb'] as const).map((n) => ({ label: n, peer: n, url: `https://127.0.0.1:${peers[n].h2}${path}`, pid: pid[n] }))
+  const h2 = (path: string): Target[] => (['nginx', 'haproxy', 'lb', 'floor'] as const).map((n) => ({ label: n, peer: n, url: `https://127.0.0.1:${peers[n].h2}${path}`, pid: pid[n] }))
   const loads: Load[] = [
     { name: 'h2-16B', args: ['-m', '10'], targets: h2('/'), ref: ['nginx', 'haproxy'] },
     { name: 'h2-4KiB', args: ['-m', '10'], targets: h2('/big'), ref: ['nginx', 'haproxy'] },
@@ -217,7 +222,7 @@ async function main (): Promise<void> {
     {
       name: 'grpc-unary',
       args: ['-m', '10', '-d', join(OUT, 'grpc-body.bin'), '-H', 'content-type: application/grpc', '-H', 'te: trailers'],
-      targets: (['nginx', 'haproxy', 'lb'] as const).map((n) => ({ label: n, peer: n, url: `http://127.0.0.1:${peers[n].grpc}/bench.Echo/Unary`, pid: pid[n] })),
+      targets: (['nginx', 'haproxy', 'lb', 'floor'] as const).map((n) => ({ label: n, peer: n, url: `http://127.0.0.1:${peers[n].grpc}/bench.Echo/Unary`, pid: pid[n] })),
       ref: ['nginx', 'haproxy'],
     },
   ].filter((l) => ONLY === '' || ONLY.split(',').includes(l.name))
