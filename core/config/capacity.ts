@@ -8,7 +8,7 @@
 // "auto". The shared memory is sized once at start, so "auto" chooses then:
 // twice what the starting configuration has (headroom for the config API and
 // reloads), and never less than the floor (256 services, 1,024 servers,
-// 256 routers). What each costs in memory: conf/lb.toml [limits] (shmBytes).
+// 256 routers). What each costs in memory: conf/lb.toml [limits].
 import { type Capacities, DEFAULT_CAPACITIES, MAX_ENTRYPOINTS } from '../shm/layout.js'
 
 /** headroom of "auto": room for this many times what the starting configuration has */

@@ -36,8 +36,8 @@ export function countUnavailable (i32: Int32Array): void {
  * How long a request past its node's lease (a cluster rate limit's, or a generation budget's) may wait for lease
  * rounds before it is decided on the lease it has (a refusal), ms, and for each round at most. A round takes one
  * Redis round trip, or fails after max_wait; the request asks again after each one that left it past its lease, so
- * a frozen Redis is judged down (`fall` separate failed commands: about 250 ms with the defaults, more when other
- * commands' failures overlap them and count once) well within the wait, and the local share or counts (or
+ * a frozen Redis is judged down (`fall` separate failed commands of max_wait each: past 150 ms with the defaults,
+ * more when other commands' failures overlap them and count once) well within the wait, and the local share or counts (or
  * failure_mode = "closed"'s 503) decide instead. A bound on rounds rather than time would run out first: four
  * failed rounds take about 200 ms.
  */

@@ -367,15 +367,6 @@ export function setCapacities (caps: Capacities, workers: number, clusterSets = 
 }
 setCapacities(DEFAULT_CAPACITIES, 1)
 
-/** Bytes of shared memory for `caps` and `workers` (docs: what each capacity costs). */
-export function shmBytes (caps: Capacities, workers: number, revokeSets = REVOKE_ENTRIES_DEFAULT / REVOKE_WAYS, budget = NO_BUDGETS): number {
-  const i32 = HEADER_WORDS + caps.servers * SRV_WORDS + caps.services * SVC_WORDS + RATE_SETS * RATE_SET_WORDS + RATE_ENTRIES * RN_WORDS +
-    REVOKE_HEADER_WORDS + revokeSets * REVOKE_SET_WORDS + MODEL_SLOTS + HANDOFF_CELLS +
-    BUDGET_HEADER_WORDS + Math.ceil(budget.keyed / 16) * 16 + budget.sets * BUDGET_SET_WORDS
-  const stripe = GLOBAL_COUNTERS + caps.servers * SRV_COUNTERS + (MAX_ENTRYPOINTS + caps.routers) * (REQ_ROW + TIME_BLOCK)
-  return i32 * 4 + ((workers + 1) * stripe + budgetRecords(budget) * BR_WORDS) * 8
-}
-
 export const budgetRecords = (b: BudgetRoom): number => b.keyed + b.sets * BUDGET_WAYS
 
 export interface Shm {

@@ -14,13 +14,12 @@ import type { Logger } from '../../log.js'
 import type { ApiError } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
 import type { JobSink } from '../local/scheduler.js'
-import { hasLimits, OTHER } from './conf.js'
+import { anonSets, OTHER } from './conf.js'
 import { type Consumer, Consumers } from './consumer.js'
 import { type BudgetCluster, BudgetLease } from './lease.js'
 import { Ledger, type Refusal, type Ticket } from './ledger.js'
 import { BudgetRecords } from '../../shm/budget-records.js'
 import { LEASE_WAIT_MS } from '../../shm/cluster-table.js'
-import { BUDGET_SETS_ON } from '../../shm/layout.js'
 import { UsageStats } from './usage.js'
 
 /** What an admitted request used: each of its ends charges its ticket once (Budget.meterOf). */
@@ -63,7 +62,7 @@ export class Budget {
   constructor (auth: GenAuthConf, keys: readonly GenKeyConf[], records?: BudgetRecords, clock: () => number = Date.now) {
     this.#consumers = new Consumers(auth, keys)
     this.#keyed = this.#consumers.labels()
-    this.#ledger = new Ledger(this.#keyed, clock, records ?? BudgetRecords.private(this.#keyed.length, hasLimits(auth) ? BUDGET_SETS_ON : 0))
+    this.#ledger = new Ledger(this.#keyed, clock, records ?? BudgetRecords.private(this.#keyed.length, anonSets(auth)))
     this.usage = new UsageStats([...this.#keyed, OTHER])
   }
 

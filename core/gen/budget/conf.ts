@@ -82,5 +82,8 @@ export const hasLimits = (l: GenLimits): boolean => l.rpm > 0 || l.tpm > 0 || l.
  */
 export function budgetRoom (g: GenerationConf): BudgetRoom {
   if (!g.enabled) return NO_BUDGETS
-  return { keyed: g.keys.length, sets: hasLimits(g.auth) ? BUDGET_SETS_ON : 0 }
+  return { keyed: g.keys.length, sets: anonSets(g.auth) }
 }
+
+/** Sets of the table of consumers without a key: none unless [generation.auth] gives them limits. */
+export const anonSets = (auth: GenAuthConf): number => hasLimits(auth) ? BUDGET_SETS_ON : 0
