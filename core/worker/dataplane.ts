@@ -9,13 +9,9 @@ import { type ApiShape, apiOfPath, shapeAnswer } from '../api-errors.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
-import {
-  type Shm, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_INFLIGHT, C_RESP_ERR, C_SELECTED, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass,
-} from '../shm/layout.js'
-import { isUsable, recordFailure } from '../shm/server-state.js'
+import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass } from '../shm/layout.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
-import { hash32 } from '../upstream/balancer.js'
 import { HANDLED, type Hooks } from '../plugin.js'
 import { type PluginHost, createMiddleware } from './request/middleware.js'
 import type { Slots } from '../protocol.js'
@@ -38,7 +34,7 @@ import { httpRequestHead } from './proxy/forward-head.js'
 import { grpcCode, grpcHeaders, isGrpc, isGrpcWeb } from './proxy/grpc-status.js'
 import { type FilterHost, type Page, ClientFilter, applyFilters } from './request/client-filter.js'
 import { fetchPage } from './proxy/page-fetch.js'
-import type { ExchangeHost, RouteTarget, ServerRuntime, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
+import type { ExchangeHost, RouteTarget, ServiceGroupRuntime, ServiceRuntime } from './runtime.js'
 import type { SpanExporter } from './trace/exporter.js'
 import { Tracer } from './trace/tracer.js'
 import { type PoolCache, buildService } from './service-runtime.js'
@@ -51,8 +47,6 @@ export type { RouteTarget, ServerRuntime, ServiceRuntime } from './runtime.js'
 const TEXT = ['content-type', 'text/plain'] as const
 const HEALTH_BODY = 'OK\n'
 const OPTIONS_ANY = ['allow', 'GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH'] as const
-
-/** Pools survive reloads while their server and settings are unchanged, so keep-alive connections are not dropped. */
 
 export class DataPlane implements ExchangeHost, FilterHost {
   readonly conf: Config
@@ -89,6 +83,7 @@ export class DataPlane implements ExchangeHost, FilterHost {
     const used = new Set<string>()
     for (const s of conf.services) this.services.set(s.name, buildService(conf, shm, s, slots, pools, used))
     for (const s of this.services.values()) s.group?.link(this.services)
+    // a pool survives a reload while its server and settings are unchanged (its keep-alive connections are kept)
     for (const [key, pool] of pools) {
       if (!used.has(key)) {
         pool.close()
@@ -117,49 +112,6 @@ export class DataPlane implements ExchangeHost, FilterHost {
       this.#routes[i] = compileRoutes(conf.routers, ep.name, target)
       this.#pathPolicies[i] = compilePathPolicy(ep.requestPath)
     })
-  }
-
-  /**
-   * Picks a server of `svc` for a client (HTTP, WebSocket and TCP alike) and
-   * counts it: in flight (the caller gives it back with releaseServer) and
-   * selected. Returns its index in the group, or -1 when none is usable.
-   */
-  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number, prefer = -1): number {
-    const t = now()
-    // a sticky client keeps its server while it is usable: up, not drained, not in maintenance, weight > 0
-    const idx = prefer >= 0 && prefer !== exclude && isUsable(this.shm.i32, svc.servers[prefer]!.slot, t)
-      ? prefer
-      : svc.balancer.pick(t, svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
-    if (idx < 0) return -1
-    const slot = svc.servers[idx]!.slot
-    this.stripe.addServer(slot, C_INFLIGHT)
-    this.stripe.addServer(slot, C_SELECTED)
-    return idx
-  }
-
-  /** Ends a claimServer: no longer in flight; counts the bytes carried each way. */
-  releaseServer (slot: number, bytesIn: number, bytesOut: number): void {
-    const s = this.stripe
-    s.addServer(slot, C_INFLIGHT, -1)
-    s.addServer(slot, C_BYTES_IN, bytesIn)
-    s.addServer(slot, C_BYTES_OUT, bytesOut)
-  }
-
-  /**
-   * Counts a failed attempt on `server`: a connect error, or a reset, time-out
-   * or invalid answer after it. `passive`: it also counts towards the server's
-   * max_fails within fail_timeout (passive health), as every failure does but a
-   * stale keep-alive connection the server had closed.
-   */
-  failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive = true): void {
-    this.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
-    if (passive && recordFailure(this.shm.i32, server.slot, svc.slot, now(), server.conf.maxFails, server.conf.failTimeoutMs)) {
-      const c = server.conf
-      this.log.warn('server out of rotation (passive health)', {
-        service: svc.conf.name, server: c.name, address: c.address,
-        reason: `${c.name} ${c.address}: ${c.maxFails} failed requests within ${c.failTimeoutMs / 1000}s (max_fails); back in ${c.failTimeoutMs / 1000}s`,
-      })
-    }
   }
 
   /** Entry for every request of every HTTP entry point. */

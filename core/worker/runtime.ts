@@ -66,12 +66,6 @@ export interface ExchangeHost {
   readonly shm: Shm
   readonly stripe: Stripe
   readonly log: Logger
-  /** a server of `svc` for this client (`prefer` when it is usable and not `exclude`), counted in flight; -1 when none is usable */
-  claimServer (svc: ServiceRuntime, remoteAddress: string, exclude: number, prefer?: number): number
-  /** the exchange on a claimed server ended; bytes for the server's counters */
-  releaseServer (slot: number, bytesIn: number, bytesOut: number): void
-  /** a connect (connectPhase) or response failure; `passive` marks the server down after max_fails */
-  failServer (svc: ServiceRuntime, server: ServerRuntime, connectPhase: boolean, passive?: boolean): void
   /** answers with an lb error page and counts the request */
   error (ctx: Ctx, client: ClientResponse, code: ErrorCode, params: Record<string, string | number>, close?: boolean, extra?: readonly string[]): void
   /** counts a finished request and writes its access-log line */

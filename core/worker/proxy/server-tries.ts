@@ -6,11 +6,15 @@
 // that just failed, is tried at most `retries` times and never once
 // `retry_timeout` has passed since the first try began. What may be sent again
 // after which failure is each proxy's own call; when a retry may start is this.
+// The server counters a try moves (in flight, selected, bytes, errors) are
+// counted here alone, whichever proxy tries.
 import net from 'node:net'
 import { now } from '../../clock.js'
 import type { ServiceConf } from '../../config/dynamic.js'
-import { C_RETRIES } from '../../shm/layout.js'
+import { C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_INFLIGHT, C_RESP_ERR, C_RETRIES, C_SELECTED } from '../../shm/layout.js'
+import { isUsable, recordFailure } from '../../shm/server-state.js'
 import { noServerReason } from '../../shm/server-why.js'
+import { hash32 } from '../../upstream/balancer.js'
 import type { ExchangeHost, ServerRuntime, ServiceRuntime } from '../runtime.js'
 import type { Ctx } from '../request/context.js'
 import type { StickyCookies } from '../../upstream/sticky.js'
@@ -45,9 +49,16 @@ export class ServerTries {
    */
   protected claimServer (remoteAddress: string, retry: boolean, counted = true, prefer = -1): ServerRuntime | null {
     const svc = this.#tried!
-    const idx = this.#host.claimServer(svc, remoteAddress, retry ? this.#idx : -1, prefer)
+    const exclude = retry ? this.#idx : -1
+    const t = now()
+    // a sticky client keeps its server while it is usable: up, not drained, not in maintenance, weight > 0
+    const idx = prefer >= 0 && prefer !== exclude && isUsable(this.#host.shm.i32, svc.servers[prefer]!.slot, t)
+      ? prefer
+      : svc.balancer.pick(t, svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
     if (idx < 0) return null
     const server = svc.servers[idx]!
+    this.#host.stripe.addServer(server.slot, C_INFLIGHT) // until releaseTry
+    this.#host.stripe.addServer(server.slot, C_SELECTED)
     this.server = server
     this.#idx = idx
     this.#slot = server.slot
@@ -94,9 +105,23 @@ export class ServerTries {
     return { service: svc.conf.name, why: noServerReason(this.#host.shm.i32, svc.servers, svc.conf.healthCheck, now()) }
   }
 
-  /** The current try failed (connectPhase: before the connection was up); `passive` counts it toward max_fails. */
+  /**
+   * The current try failed (connectPhase: before the connection was up): a connect error, or a reset, time-out or
+   * invalid answer after it. `passive`: it also counts towards the server's max_fails within fail_timeout (passive
+   * health), as every failure does but a stale keep-alive connection the server had closed.
+   */
   protected tryFailed (connectPhase: boolean, passive = true): void {
-    this.#host.failServer(this.#tried!, this.server!, connectPhase, passive)
+    const host = this.#host
+    const svc = this.#tried!
+    const server = this.server!
+    host.stripe.addServer(server.slot, connectPhase ? C_CONN_ERR : C_RESP_ERR)
+    const c = server.conf
+    if (passive && recordFailure(host.shm.i32, server.slot, svc.slot, now(), c.maxFails, c.failTimeoutMs)) {
+      host.log.warn('server out of rotation (passive health)', {
+        service: svc.conf.name, server: c.name, address: c.address,
+        reason: `${c.name} ${c.address}: ${c.maxFails} failed requests within ${c.failTimeoutMs / 1000}s (max_fails); back in ${c.failTimeoutMs / 1000}s`,
+      })
+    }
   }
 
   /** Gives the current try's server back (no longer in flight) with the bytes it carried; once per try. */
@@ -104,7 +129,10 @@ export class ServerTries {
     const server = this.server
     if (server === null) return
     this.server = null
-    this.#host.releaseServer(server.slot, bytesIn, bytesOut)
+    const st = this.#host.stripe
+    st.addServer(server.slot, C_INFLIGHT, -1)
+    st.addServer(server.slot, C_BYTES_IN, bytesIn)
+    st.addServer(server.slot, C_BYTES_OUT, bytesOut)
   }
 
   /**
