@@ -57,19 +57,30 @@ class H2Client extends ClientState implements ClientResponse {
   readonly #stream: http2.ServerHttp2Stream
   /** trailer fields for the end of a gRPC response (sent on 'wantTrailers') */
   #trailers: http2.OutgoingHttpHeaders = {}
+  /** the client has sent all of its request (END_STREAM) */
+  #requestDone: boolean
 
-  constructor (stream: http2.ServerHttp2Stream, ctx: Ctx) {
+  /** `ended`: the request's head came with END_STREAM */
+  constructor (stream: http2.ServerHttp2Stream, ctx: Ctx, ended: boolean) {
     super(ctx.method === 'HEAD', false, false, null)
     this.#stream = stream
     stream.on('close', () => this.gone())
     stream.on('error', () => { /* a reset or a session error: 'close' follows */ })
+    this.#requestDone = ended
+    // A request without a body is left unread. Read to its end, node:http2 destroys the stream the moment its
+    // END_STREAM goes out, before that write's callback, and every such callback then builds an
+    // ERR_STREAM_DESTROYED (Writable's errorBuffer, Node 20 and 22): a stack trace per response, an eighth of
+    // the thread's time. Unread, it waits for the writes to finish (its kMaybeDestroy), then reads and ends it.
     if (ctx.contentLength !== 0) {
       stream.on('data', (chunk: Buffer) => {
         // once answered the rest of an upload is dropped (send closes the stream after the answer)
         if (!this.ended) this.received((chunk.buffer as ArrayBuffer).slice(chunk.byteOffset, chunk.byteOffset + chunk.length), false)
       })
-      stream.on('end', () => { if (!this.ended) this.received(NO_BODY, true) })
-    } else stream.resume()
+      stream.on('end', () => {
+        this.#requestDone = true
+        if (!this.ended) this.received(NO_BODY, true)
+      })
+    }
   }
 
   pauseBody (): void { if (!this.aborted && !this.ended) this.#stream.pause() }
@@ -124,12 +135,12 @@ class H2Client extends ClientState implements ClientResponse {
     // no body: one HEADERS frame with END_STREAM (a gRPC error is such a Trailers-Only response)
     s.respond(responseHeaders(status, headers, n), { endStream: this.headRequest || n === 0 })
     if (this.headRequest || n === 0) {
-      if (!s.readableEnded) setImmediate(() => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
+      if (!this.#requestDone) setImmediate(() => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
       return
     }
     // an answer before the request body ended (401, 413...): RST_STREAM NO_ERROR once it is out tells the client
     // to stop sending (RFC 9113 §8.1) instead of uploading into a stream nobody reads
-    if (s.readableEnded) s.end(body)
+    if (this.#requestDone) s.end(body)
     else s.end(body, () => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
   }
 
@@ -241,9 +252,10 @@ export function h2Server (o: H2Options): http2.Http2Server {
   })
   server.on('stream', (stream: http2.ServerHttp2Stream, _h: http2.IncomingHttpHeaders, flags: number, raw: string[]) => {
     const sock = stream.session?.socket
-    const ctx = readStream(raw, (flags & END_STREAM) !== 0, canonicalIp(sock?.remoteAddress ?? ''), o.entrypoint, o.proto)
+    const ended = (flags & END_STREAM) !== 0
+    const ctx = readStream(raw, ended, canonicalIp(sock?.remoteAddress ?? ''), o.entrypoint, o.proto)
     stream.setTimeout(o.streamTimeoutMs(), () => { if (!stream.closed) stream.close(NGHTTP2_CANCEL) })
-    o.handler(ctx, new H2Client(stream, ctx))
+    o.handler(ctx, new H2Client(stream, ctx, ended))
   })
   return server
 }
