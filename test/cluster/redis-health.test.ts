@@ -59,10 +59,9 @@ describe('cluster: Redis judged down from several failed commands, not one slow 
     const t = traffic(nodes, '/closed', '127.0.0.51', 20)
     const sleeper = f.redis.client()
     try {
-      // A command is slow when sent in the first 50 ms of a stall, and each node syncs every 100 ms. Stalls 800 ms
-      // apart (a multiple of 100) met each node at one phase of its cycle, perhaps always the late half: in CI, no
-      // node sent a slow command in five stalls. 820 ms apart, the phase walks 20 ms a stall (0, 20, 40, 60, 80),
-      // and any 50 ms window of the cycle holds two or three of them.
+      // A command is slow when sent in the first 50 ms of a stall, and each node syncs every 100 ms: stalls a
+      // multiple of 100 ms apart would meet a node at one phase of its cycle, perhaps always the late half.
+      // 820 ms apart, the phase walks 20 ms a stall, and any 50 ms window of the cycle holds two of the five.
       for (let i = 0; i < 5; i++) {
         await sleep(720)
         await sleeper.call('DEBUG', 'SLEEP', '0.1')

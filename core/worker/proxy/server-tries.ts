@@ -49,16 +49,17 @@ export class ServerTries {
    */
   protected claimServer (remoteAddress: string, retry: boolean, counted = true, prefer = -1): ServerRuntime | null {
     const svc = this.#tried!
+    const host = this.#host
     const exclude = retry ? this.#idx : -1
     const t = now()
     // a sticky client keeps its server while it is usable: up, not drained, not in maintenance, weight > 0
-    const idx = prefer >= 0 && prefer !== exclude && isUsable(this.#host.shm.i32, svc.servers[prefer]!.slot, t)
+    const idx = prefer >= 0 && prefer !== exclude && isUsable(host.shm.i32, svc.servers[prefer]!.slot, t)
       ? prefer
       : svc.balancer.pick(t, svc.conf.balance === 'source' ? hash32(remoteAddress) : 0, exclude)
     if (idx < 0) return null
     const server = svc.servers[idx]!
-    this.#host.stripe.addServer(server.slot, C_INFLIGHT) // until releaseTry
-    this.#host.stripe.addServer(server.slot, C_SELECTED)
+    host.stripe.addServer(server.slot, C_INFLIGHT) // until releaseTry
+    host.stripe.addServer(server.slot, C_SELECTED)
     this.server = server
     this.#idx = idx
     this.#slot = server.slot
