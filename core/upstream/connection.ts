@@ -57,8 +57,10 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
   socketError = ''
   /** reading stopped because the client cannot take more (see resume) */
   #paused = false
-  /** a whole request waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
+  /** a request head waiting for the end of this loop turn (writeAtTurnEnd), '' when none */
   #atTurnEnd = ''
+  /** what was written after that head in the same turn (body pieces), in order; null when nothing */
+  #afterHead: Array<string | Buffer> | null = null
 
   constructor (pool: ConnectionOwner) {
     this.pool = pool
@@ -96,21 +98,42 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
     this.parser.reset(this, isHead)
   }
 
-  /** Strings go out as UTF-8: request text from uWS (path, query, header values) is UTF-8-decoded, so this restores its bytes. */
+  /**
+   * Strings go out as UTF-8: request text from uWS (path, query, header values) is UTF-8-decoded, so this restores its bytes.
+   * Behind a head held for the turn's end, `data` joins it there (true: the turn bounds what is held).
+   */
   write (data: string | Buffer): boolean {
-    return this.socket.write(data)
+    if (this.#atTurnEnd === '') return this.socket.write(data)
+    if (this.#afterHead === null) this.#afterHead = [data]
+    else this.#afterHead.push(data)
+    return true
   }
 
-  /** Writes a whole request (nothing else follows it) at the end of this loop turn: core/net/turn.ts says why. */
-  writeAtTurnEnd (data: string): void {
-    this.#atTurnEnd = data
+  /**
+   * Writes a request head at the end of this loop turn (core/net/turn.ts says why), with what write() is given
+   * after it in the same turn: a body that came with its head (an h2 DATA frame read with the HEADERS, a small
+   * upload in the request's packet) goes out in the same system call, not one more.
+   */
+  writeAtTurnEnd (head: string): void {
+    this.#atTurnEnd = head
     atTurnEnd(this)
   }
 
   turnEnd (): void {
-    const data = this.#atTurnEnd
+    const head = this.#atTurnEnd
+    const after = this.#afterHead
     this.#atTurnEnd = ''
-    if (!this.closed) this.socket.write(data)
+    this.#afterHead = null
+    if (this.closed) return
+    if (after === null) {
+      this.socket.write(head)
+      return
+    }
+    // one writev for the head and the pieces after it
+    this.socket.cork()
+    this.socket.write(head)
+    for (let i = 0; i < after.length; i++) this.socket.write(after[i]!)
+    this.socket.uncork()
   }
 
   destroy (): void {

@@ -117,13 +117,8 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   onConnected (conn: UpstreamConnection): void {
     this.#connectedAt = performance.now()
     const q = this.#queued
-    if (q === null && this.#bodyDone && !this.#ctx.chunked) {
-      // the request is its head alone: it goes out with this turn's other writes
-      conn.writeAtTurnEnd(this.#head)
-      this.#requestSent(conn)
-      return
-    }
-    conn.write(this.#head)
+    // the head goes out with this turn's other writes, and with the body pieces written after it in this turn
+    conn.writeAtTurnEnd(this.#head)
     this.#queued = null
     // a body held whole before the connection was ready can be sent again on a retry; one streamed from now on cannot
     this.#replay = this.#bodyDone ? q : null
