@@ -9,7 +9,6 @@ import { performance } from 'node:perf_hooks' // the global `performance` is a l
 import { C_RESP_1XX, G_READING, statusClass } from '../../shm/layout.js'
 import { recordServerTimes } from '../../shm/request-stats.js'
 import type { UpstreamConnection, Exchange } from '../../upstream/connection.js'
-import type { Transform } from 'node:stream'
 import type { ResponseHead } from '../../plugin.js'
 import { runResponseHooks } from '../request/chain.js'
 import { endOfChunked, httpRequestHead, writeBodyPiece } from './forward-head.js'
@@ -19,6 +18,7 @@ import type { ExchangeHost, RouteTarget, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from './server-tries.js'
 import { logBadResponse } from './bad-response-log.js'
 import type { Mirrors } from './mirror.js'
+import { TransformedBody, type TransformOwner } from './response-transform.js'
 import { type Indexed, IndexedSet } from '../../indexed-set.js'
 
 /**
@@ -36,7 +36,7 @@ export function cutExchanges (): number {
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
-export class ProxyExchange extends ServerTries implements Exchange, Indexed {
+export class ProxyExchange extends ServerTries implements Exchange, Indexed, TransformOwner {
   readonly #dp: ExchangeHost
   readonly #ctx: Ctx
   readonly #client: ClientResponse
@@ -52,10 +52,8 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
   #responded = false
   #finished = false
   #reading: boolean
-  /** response body transform set by an onResponse hook (compress), or null */
-  #transform: Transform | null = null
-  /** a 'drain' listener on the transform is already waiting to resume the upstream */
-  #transformWaiting = false
+  /** the response body through a transform an onResponse hook set (compress), or null */
+  #transform: TransformedBody | null = null
   /** a 'drain' listener on the server's socket is already waiting to resume the client's body: one, however many chunks uWS delivers while paused */
   #bodyWaiting = false
   /** body bytes of a Content-Length response still to come; -1: not known */
@@ -191,7 +189,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
           if (ctx.method === 'HEAD') contentLength = -1
         } else {
           // the transformed length is unknown: the client side streams it chunked
-          this.#startTransform(head.transform)
+          this.#transform = new TransformedBody(head.transform, this.#client, this)
           contentLength = -1
         }
       }
@@ -202,50 +200,25 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     this.#client.head(ctx.status, ctx.status === status ? reason : '', headers, contentLength)
   }
 
-  /**
-   * Streams the response body through a transform: upstream bytes are written
-   * into it, its output goes to the client. Backpressure both ways: a full
-   * transform input pauses the upstream socket (onBody returns false) until
-   * 'drain'; a client that cannot take more pauses the transform's output
-   * until it drains. The client's response ends when the transform's output does.
-   */
-  #startTransform (tf: Transform): void {
-    this.#transform = tf
-    const client = this.#client
-    tf.on('data', (chunk: Buffer) => {
-      if (client.body(chunk, 0, chunk.length)) return
-      tf.pause() // the client kept the chunk; nothing more until it drains
-      client.onDrain(() => tf.resume())
-    })
-    tf.once('end', () => {
-      this.#finish() // counted before the client can see the end (see onEnd)
-      client.end()
-    })
-    tf.once('error', (err: Error) => {
-      if (this.#finished) return
-      this.#dp.log.error('response body transform failed', { router: this.#ctx.router, path: this.#ctx.path, error: err.message })
-      const conn = this.#conn
-      if (conn !== null && conn.exchange === this) conn.destroy()
-      client.destroy() // the head is out: cutting the connection is the only honest signal left
-      this.#finish()
-    })
+  transformEnded (): void {
+    this.#finish() // counted before the client can see the end (see onEnd)
+  }
+
+  transformFailed (err: Error): void {
+    if (this.#finished) return
+    this.#dp.log.error('response body transform failed', { router: this.#ctx.router, path: this.#ctx.path, error: err.message })
+    const conn = this.#conn
+    if (conn !== null && conn.exchange === this) conn.destroy()
+    this.#client.destroy() // cutting the connection is the only honest signal left
+    this.#finish()
   }
 
   onBody (buf: Buffer, start: number, end: number): boolean {
     this.#ctx.bytesOut += end - start
     const tf = this.#transform
     if (tf !== null) {
-      // copy: buf is a view into the connection's reused read buffer
-      if (tf.write(Buffer.from(buf.subarray(start, end)))) return true
-      if (!this.#transformWaiting) {
-        this.#transformWaiting = true
-        const conn = this.#conn!
-        tf.once('drain', () => {
-          this.#transformWaiting = false
-          if (conn.exchange === this) conn.resume()
-        })
-      }
-      return false
+      const conn = this.#conn!
+      return tf.write(buf, start, end, () => { if (conn.exchange === this) conn.resume() })
     }
     // a Content-Length response is complete for the client with its last body byte: count it first (see onEnd)
     const last = this.#bodyLeft > 0 && (this.#bodyLeft -= end - start) === 0
@@ -383,7 +356,7 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed {
     if (this.#finished) return false
     this.#finished = true
     live.delete(this)
-    if (this.#transform !== null) this.#transform.destroy() // no-op after its end; frees zlib memory on an abort
+    if (this.#transform !== null) this.#transform.destroy()
     this.#endReading()
     this.#release()
     return true
