@@ -213,13 +213,15 @@ export class ProxyExchange extends ServerTries implements Exchange, Indexed, Tra
     this.#finish()
   }
 
+  transformDrained (): void {
+    const conn = this.#conn
+    if (conn !== null && conn.exchange === this) conn.resume()
+  }
+
   onBody (buf: Buffer, start: number, end: number): boolean {
     this.#ctx.bytesOut += end - start
     const tf = this.#transform
-    if (tf !== null) {
-      const conn = this.#conn!
-      return tf.write(buf, start, end, () => { if (conn.exchange === this) conn.resume() })
-    }
+    if (tf !== null) return tf.write(buf, start, end)
     // a Content-Length response is complete for the client with its last body byte: count it first (see onEnd)
     const last = this.#bodyLeft > 0 && (this.#bodyLeft -= end - start) === 0
     const conn = this.#conn!

@@ -12,15 +12,19 @@ export interface TransformOwner {
   transformEnded (): void
   /** the transform failed: the head is out, so the client's connection is to be cut */
   transformFailed (err: Error): void
+  /** the transform takes input again after write() answered false: resume reading the upstream */
+  transformDrained (): void
 }
 
 export class TransformedBody {
   readonly #tf: Transform
+  readonly #owner: TransformOwner
   /** a 'drain' listener is already waiting to resume the upstream */
   #waiting = false
 
   constructor (tf: Transform, client: ClientResponse, owner: TransformOwner) {
     this.#tf = tf
+    this.#owner = owner
     tf.on('data', (chunk: Buffer) => {
       if (client.body(chunk, 0, chunk.length)) return
       tf.pause() // the client kept the chunk; nothing more until it drains
@@ -33,15 +37,15 @@ export class TransformedBody {
     tf.once('error', (err: Error) => owner.transformFailed(err))
   }
 
-  /** Takes upstream bytes (copied: `buf` is the connection's reused read buffer); false: `resume` is called once it drains. */
-  write (buf: Buffer, start: number, end: number, resume: () => void): boolean {
+  /** Takes upstream bytes (copied: `buf` is the connection's reused read buffer); false: transformDrained follows. */
+  write (buf: Buffer, start: number, end: number): boolean {
     const tf = this.#tf
     if (tf.write(Buffer.from(buf.subarray(start, end)))) return true
     if (!this.#waiting) {
       this.#waiting = true
       tf.once('drain', () => {
         this.#waiting = false
-        resume()
+        this.#owner.transformDrained()
       })
     }
     return false
