@@ -221,6 +221,40 @@ check = false
     assert.equal(b.headers['transfer-encoding'], 'chunked')
   })
 
+  test('a body of declared length is read to its last byte in pieces; one longer or shorter than declared is reset', async () => {
+    const s = http2.connect(`https://127.0.0.1:${h2s}`, { rejectUnauthorized: false })
+    const send = (declared: number, pieces: string[]): Promise<{ status: number, body: string, rst: number }> => new Promise((resolve) => {
+      const req = s.request({ ':method': 'POST', ':path': '/len', 'content-length': String(declared) }, { endStream: false })
+      let status = 0
+      let body = ''
+      req.setEncoding('utf8')
+      req.on('response', (h) => { status = Number(h[':status']) })
+      req.on('data', (d: string) => { body += d })
+      req.on('error', () => { /* the reset: rstCode */ })
+      req.on('close', () => resolve({ status, body, rst: req.rstCode ?? 0 }))
+      // each piece its own DATA frame, a turn apart: the body arrives over several reads
+      const next = (i: number): void => {
+        if (i === pieces.length - 1) { req.end(pieces[i]); return }
+        req.write(pieces[i], () => setTimeout(() => next(i + 1), 5))
+      }
+      next(0)
+    })
+    try {
+      const ok = await send(30_000, ['a'.repeat(10_000), 'b'.repeat(10_000), 'c'.repeat(10_000)])
+      assert.equal(ok.status, 200)
+      assert.equal(JSON.parse(ok.body).body, 'a'.repeat(10_000) + 'b'.repeat(10_000) + 'c'.repeat(10_000))
+      const seen = backend.requests.length
+      const long = await send(5, ['0123456789'])
+      const short = await send(10, ['01234'])
+      assert.deepEqual([long.rst, short.rst], [http2.constants.NGHTTP2_PROTOCOL_ERROR, http2.constants.NGHTTP2_PROTOCOL_ERROR])
+      const whole = backend.requests.slice(seen).filter((r) => r.body > 0 && r.body === Number(r.headers['content-length']))
+      assert.deepEqual(whole, [], 'neither reached the server as a whole request')
+      // the session goes on serving
+      const after = await send(3, ['xyz'])
+      assert.equal(JSON.parse(after.body).body, 'xyz')
+    } finally { s.close() }
+  })
+
   test('middlewares apply: basicAuth answers 401 over h2 and lets the right password through', async () => {
     const url = `https://127.0.0.1:${h2s}`
     assert.equal((await h2get(url, { ':path': '/private/x' })).status, 401)
