@@ -3,20 +3,20 @@
 // same system call as the head, not one write more per piece
 // (core/upstream/connection.ts writeAtTurnEnd). Counted by the kernel: lb's
 // write system calls (/proc/PID/io syscw: write and writev, which node:net uses
-// upstream; uWS answers clients with send, not counted) over many requests on
-// one connection, with no access log (its lines are written too).
+// upstream; uWS answers clients with send, not counted) over many requests,
+// with no access log (its lines are written too). A mirror's copy alike.
 import { strict as assert } from 'node:assert'
 import { existsSync, readFileSync } from 'node:fs'
 import http2 from 'node:http2'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { type Backend, type Lb, simpleConfig, startBackend, startLb } from '../helpers.js'
+import { type Backend, type Lb, simpleConfig, startBackend, startLb, waitFor } from '../helpers.js'
 
 const N = 200
 const ioReadable = existsSync('/proc/self/io')
 
 describe('a body that came with its head goes upstream in the head\'s write', { skip: ioReadable ? false : 'needs /proc/PID/io (Linux)' }, () => {
-  let backend: Backend, lb: Lb, h2Port: number
+  let backend: Backend, mirror: Backend, lb: Lb, h2Port: number
   const bodies: string[] = []
   before(async () => {
     backend = await startBackend('b', (req, res) => {
@@ -25,14 +25,27 @@ describe('a body that came with its head goes upstream in the head\'s write', { 
       req.on('data', (d: string) => { body += d })
       req.on('end', () => { bodies.push(body); res.end('ok') })
     })
+    mirror = await startBackend('m', (req, res) => { req.resume(); req.on('end', () => res.end('dropped')) })
     lb = await startLb(`[global]\naccess_log = "off"\n\n${simpleConfig([backend.address])}
+[routers.mirrored]
+rule = "PathPrefix(\`/mirrored\`)"
+service = "m"
+[services.m]
+kind = "mirroring"
+service = "web"
+[[services.m.mirrors]]
+name = "copy"
+[services.copy]
+[[services.copy.servers]]
+address = "${mirror.address}"
+check = false
 [entrypoints.h2c]
 address = "127.0.0.1:0"
 protocol = "h2c"
 `)
     h2Port = await lb.portOf('h2c')
   })
-  after(async () => { await lb?.stop(); await backend?.close() })
+  after(async () => { await lb?.stop(); await backend?.close(); await mirror?.close() })
 
   const writes = (): number => Number(/syscw: (\d+)/.exec(readFileSync(`/proc/${lb.proc.pid!}/io`, 'utf8'))![1])
 
@@ -83,6 +96,17 @@ protocol = "h2c"
     assert.deepEqual(new Set(bodies), new Set(['hello world']))
     // 8 before: the head, each chunk's size line, data and CRLF, the last chunk
     assert.ok(n < 1.2, `${n} write system calls per request`)
+  })
+
+  test('a mirror\'s copy: head and body in one write', async () => {
+    const s = await connect()
+    const seen = mirror.requests.length
+    const n = await perRequest(() => exchange(s, 'POST /mirrored HTTP/1.1\r\nhost: t\r\ncontent-length: 16\r\n\r\n0123456789abcdef'))
+    s.destroy()
+    await waitFor(() => mirror.requests.length - seen >= N + 20, 'every copy at the mirror')
+    assert.equal(bodies.length, N)
+    // 3 before: the main server's request (one), then the copy's head and body
+    assert.ok(n < 2.2, `${n} write system calls per mirrored request`)
   })
 
   test('HTTP/2: HEADERS and DATA in one write upstream', async () => {

@@ -34,7 +34,8 @@ class MirrorExchange extends ServerTries implements Exchange {
   }
 
   onConnected (conn: UpstreamConnection): void {
-    conn.write(this.#head)
+    // the whole copy leaves in one write at the turn's end: the head, then its body pieces behind it
+    conn.writeAtTurnEnd(this.#head)
     for (const b of this.#body) {
       writeBodyPiece(conn, b, this.#chunked)
       this.#bytes += b.length
