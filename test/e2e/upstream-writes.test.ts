@@ -6,16 +6,16 @@
 // upstream; uWS answers clients with send, not counted) over many requests,
 // with no access log (its lines are written too). A mirror's copy alike.
 import { strict as assert } from 'node:assert'
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import http2 from 'node:http2'
-import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { type Backend, type Lb, simpleConfig, startBackend, startLb, waitFor } from '../helpers.js'
+import { exchange } from './raw-http.js'
 
 const N = 200
-const ioReadable = existsSync('/proc/self/io')
+const POST = 'POST /up HTTP/1.1\r\nhost: t\r\ncontent-length: 16\r\n\r\n0123456789abcdef'
 
-describe('a body that came with its head goes upstream in the head\'s write', { skip: ioReadable ? false : 'needs /proc/PID/io (Linux)' }, () => {
+describe('a body that came with its head goes upstream in the head\'s write', () => {
   let backend: Backend, mirror: Backend, lb: Lb, h2Port: number
   const bodies: string[] = []
   before(async () => {
@@ -49,37 +49,23 @@ protocol = "h2c"
 
   const writes = (): number => Number(/syscw: (\d+)/.exec(readFileSync(`/proc/${lb.proc.pid!}/io`, 'utf8'))![1])
 
-  /** lb's write system calls per request for N requests sent one after another by `send`, after 20 to warm up */
-  async function perRequest (send: () => Promise<void>): Promise<number> {
-    for (let i = 0; i < 20; i++) await send()
+  /** lb's write system calls per request while `run(N)` sends N requests, after `run(20)` to warm up */
+  async function perRequest (run: (n: number) => Promise<void>): Promise<number> {
+    await run(20)
     bodies.length = 0
     const before = writes()
-    for (let i = 0; i < N; i++) await send()
+    await run(N)
     return (writes() - before) / N
   }
 
-  /** one request on `s`, its answer read to the backend's "ok" */
-  const exchange = (s: net.Socket, request: string): Promise<void> => new Promise((resolve) => {
-    let got = ''
-    const onData = (d: Buffer): void => {
-      got += d.toString()
-      if (!got.endsWith('ok')) return
-      s.off('data', onData)
-      resolve()
-    }
-    s.on('data', onData)
-    s.write(request)
-  })
-  const connect = async (): Promise<net.Socket> => {
-    const s = net.connect(lb.port, '127.0.0.1')
-    await new Promise((resolve) => s.once('connect', resolve))
-    return s
+  /** n requests `request` on one keep-alive connection, each sent once the answer before it is complete */
+  const keepAlive = (request: string) => async (n: number): Promise<void> => {
+    const a = await exchange(lb.port, Array<string>(n).fill(request), { ms: 20_000 })
+    assert.equal(a.responses.filter((r) => r.status === 200).length, n)
   }
 
   test('HTTP/1.1 with Content-Length: head and body in one write', async () => {
-    const s = await connect()
-    const n = await perRequest(() => exchange(s, 'POST /up HTTP/1.1\r\nhost: t\r\ncontent-length: 16\r\n\r\n0123456789abcdef'))
-    s.destroy()
+    const n = await perRequest(keepAlive(POST))
     assert.deepEqual(new Set(bodies), new Set(['0123456789abcdef']))
     assert.equal(bodies.length, N)
     // 2 before: the head, then the body
@@ -88,10 +74,10 @@ protocol = "h2c"
 
   test('HTTP/1.1 chunked: head, chunks and last chunk in one write', async () => {
     // a connection each: lb closes one that carried a chunked body after its answer (README, "Chunked request bodies")
-    const n = await perRequest(async () => {
-      const s = await connect()
-      await exchange(s, 'POST /up HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n')
-      s.destroy()
+    const n = await perRequest(async (k) => {
+      for (let i = 0; i < k; i++) {
+        assert.equal((await exchange(lb.port, 'POST /up HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n')).status, 200)
+      }
     })
     assert.deepEqual(new Set(bodies), new Set(['hello world']))
     // 8 before: the head, each chunk's size line, data and CRLF, the last chunk
@@ -99,26 +85,25 @@ protocol = "h2c"
   })
 
   test('a mirror\'s copy: head and body in one write', async () => {
-    const s = await connect()
     const seen = mirror.requests.length
-    const n = await perRequest(() => exchange(s, 'POST /mirrored HTTP/1.1\r\nhost: t\r\ncontent-length: 16\r\n\r\n0123456789abcdef'))
-    s.destroy()
+    const n = await perRequest(keepAlive(POST.replace('/up', '/mirrored')))
     await waitFor(() => mirror.requests.length - seen >= N + 20, 'every copy at the mirror')
     assert.equal(bodies.length, N)
-    // 3 before: the main server's request (one), then the copy's head and body
+    // 4 before: head and body each for the main server and for the copy
     assert.ok(n < 2.2, `${n} write system calls per mirrored request`)
   })
 
   test('HTTP/2: HEADERS and DATA in one write upstream', async () => {
     const session = http2.connect(`http://127.0.0.1:${h2Port}`)
+    const post = (): Promise<void> => new Promise((resolve, reject) => {
+      const s = session.request({ ':method': 'POST', ':path': '/up', 'content-length': '16' })
+      s.end('0123456789abcdef')
+      s.resume()
+      s.on('end', () => resolve())
+      s.on('error', reject)
+    })
     try {
-      const n = await perRequest(() => new Promise((resolve, reject) => {
-        const s = session.request({ ':method': 'POST', ':path': '/up', 'content-length': '16' })
-        s.end('0123456789abcdef')
-        s.resume()
-        s.on('end', () => resolve())
-        s.on('error', reject)
-      }))
+      const n = await perRequest(async (k) => { for (let i = 0; i < k; i++) await post() })
       assert.deepEqual(new Set(bodies), new Set(['0123456789abcdef']))
       // 4 before; node:http2's own writes to the client are counted too
       assert.ok(n < 2.2, `${n} write system calls per request`)
