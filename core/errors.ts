@@ -44,7 +44,7 @@ export const ERRORS = {
   LB_ERR_BAD_PATH: { status: 400, message: 'bad request path: {reason}' },
   LB_ERR_BAD_HOST: { status: 400, message: 'bad request: {reason}' },
   LB_ERR_CLIENT_TIMEOUT: { status: 408, message: 'request time-out: the client stopped sending its body' },
-  // what llhttp refuses on a node engine entry point before there is a request (core/worker/transport/node-engine.ts)
+  // what llhttp refuses on a node engine entry point before there is a request (core/worker/transport/node/engine.ts)
   LB_ERR_HEADER_TIMEOUT: { status: 408, message: 'request time-out: no complete request head within timeouts.header = {timeout}' },
   LB_ERR_HTTP_VERSION: { status: 505, message: 'HTTP version {version} is not supported: HTTP/1.1 and HTTP/1.0 are' },
   LB_ERR_SHUTDOWN: { status: 503, message: 'lb is stopping: the request did not finish within global.drain_timeout' },

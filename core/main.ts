@@ -27,7 +27,7 @@ import { ServiceNotifier } from './control/sd-notify.js'
 import { AcmeManager } from './acme/manager.js'
 import { isTerminated, tlsChallengeEntrypoints } from './config/acme.js'
 import { listenerSwapWarning } from './net/listener-swap.js'
-import { loadUws } from './worker/transport/http.js'
+import { loadUws } from './worker/transport/uws/native.js'
 import type { Cluster } from './cluster/index.js'
 // the scripts' runner only (node:crypto): ioredis is still loaded with [cluster] alone
 import { runScript } from './cluster/scripts.js'

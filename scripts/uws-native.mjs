@@ -8,7 +8,7 @@
 //                                     version need marked weak (one flag bit)
 //   native/build/<version>/libisoc23.so  native/isoc23-shim.c built with cc
 //
-// core/worker/transport/http.ts loads the shim RTLD_GLOBAL, then that copy with RTLD_NOW.
+// core/worker/transport/uws/native.ts loads the shim RTLD_GLOBAL, then that copy with RTLD_NOW.
 // It also builds native/build/fd-peek.node (native/fd-peek.c, Linux, any
 // glibc) for the https entry points with HTTP/2; without a C compiler lb works
 // without it (buildPeek below).

@@ -9,7 +9,7 @@
 //
 //   PORT=9310 UPSTREAMS=127.0.0.1:9101,127.0.0.1:9102 node dist/bench/e2e/floor-proxy.js
 import net from 'node:net'
-import { loadUws } from '../../core/worker/transport/http.js'
+import { loadUws } from '../../core/worker/transport/uws/native.js'
 
 const uws = loadUws()
 const port = Number(process.env.PORT ?? 9310)

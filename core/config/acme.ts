@@ -45,7 +45,7 @@ export function tlsChallengeEntrypoints (resolvers: readonly AcmeResolverConf[])
 
 /**
  * Whether node:tls in worker 0 runs this entry point's handshakes (mTLS, tls-alpn-01) rather than uWS in every worker.
- * Never for the node engine: its node:https server does both itself (core/worker/transport/node-engine.ts).
+ * Never for the node engine: its node:https server does both itself (core/worker/transport/node/engine.ts).
  */
 export function isTerminated (ep: EntryPointConf, challengeEntrypoints: ReadonlySet<string>): boolean {
   return ep.protocol === 'https' && ep.engine !== 'node' && (ep.tls!.ca !== '' || ep.http2.enabled || challengeEntrypoints.has(ep.name))

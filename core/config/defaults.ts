@@ -86,7 +86,7 @@ export const DEFAULTS = {
     // answers, trailers, absolute-form, a 408 for a slow head, 100-continue after routing; README "HTTP engines")
     engine: 'uws' as 'uws' | 'node',
   },
-  // HTTP/2 to clients ([entrypoints.X.http2], core/config/http2.ts, core/worker/transport/h2.ts)
+  // HTTP/2 to clients ([entrypoints.X.http2], core/config/http2.ts, core/worker/transport/h2/h2.ts)
   http2: {
     // https: ALPN offers h2 only when asked. On Node 20 an h2 entry point's TLS runs in worker 0 (node:tls: uWS
     // negotiates no ALPN), so turning it on moves HTTP/1.1-over-TLS encryption to one thread (README, "HTTP/2").

@@ -1,8 +1,8 @@
-// [entrypoints.NAME.http2]: HTTP/2 to clients (core/worker/transport/h2.ts). On an https
+// [entrypoints.NAME.http2]: HTTP/2 to clients (core/worker/transport/h2/h2.ts). On an https
 // entry point ALPN offers h2 beside http/1.1 when enabled; an h2c entry point
 // (protocol = "h2c") speaks HTTP/2 with prior knowledge only. The limits are
 // the SETTINGS lb announces and the session's idle time-out (each default's
-// reason is in defaults.ts); node:http2's own abuse knobs are fixed in h2.ts.
+// reason is in defaults.ts); node:http2's own abuse knobs are fixed in transport/h2/h2.ts.
 // Written `http2 = true | false`, or as a table with `enabled` and the limits
 // (Traefik: entryPoints.NAME.http2.maxConcurrentStreams).
 import { type Checker, type Table, join } from './check.js'

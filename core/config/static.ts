@@ -47,7 +47,7 @@ export interface TimeoutsConf {
 
 export interface LimitsConf extends CapacityLimits {
   readonly maxBodyBytes: number
-  /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/transport/http.ts) */
+  /** bytes of a request head, request line included; uWS's own limit is set from it at start (loadUws in core/worker/transport/uws/native.ts) */
   readonly maxHeaderBytes: number
   /** entries of the shared session revocation table (core/shm/revocations.ts), sized at start */
   readonly sessionRevocations: number
@@ -62,7 +62,7 @@ export const MAX_HEADER_BYTES = { min: 4 * 1024, max: 1024 * 1024 } as const
 /** http and https: routers, middlewares, WebSocket; h2c: HTTP/2 with prior knowledge, routers and middlewares; tcp: raw TCP to one service (core/worker/proxy/tcp-proxy.ts) */
 export const PROTOCOLS = ['http', 'https', 'tcp', 'h2c'] as const
 export type Protocol = typeof PROTOCOLS[number]
-/** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/transport/node-engine.ts) */
+/** what parses and answers an http/https entry point's requests: uWebSockets.js, or Node's own HTTP/1.1 parser (core/worker/transport/node/engine.ts) */
 export const ENGINES = ['uws', 'node'] as const
 export type Engine = typeof ENGINES[number]
 export interface EntryPointConf {

@@ -226,7 +226,7 @@ export class ResponseParser {
    * string: no split, no regular expression, and a name is compared with the
    * framing and hop-by-hop names only when its length matches one. Every line
    * must end in CRLF, and a bare CR or LF anywhere is an error: header values
-   * handed on are therefore free of line breaks (core/worker/transport/http.ts relies on it).
+   * handed on are therefore free of line breaks (core/worker/transport/uws/client.ts relies on it).
    */
   #parseHead (head: string, end: number): string | null {
     let eol = lineEnd(head, 0, end)

@@ -9,13 +9,13 @@
 //   connections to a plain uWS app that every worker listens with on a unix
 //   socket in global.state_dir.
 // - https with http2.enabled: terminated in worker 0 as above; ALPN picks h2
-//   (served in worker 0 by h2.ts) or http/1.1 (handed to a worker's uWS app).
+//   (served in worker 0 by transport/h2/h2.ts) or http/1.1 (handed to a worker's uWS app).
 //   Without mTLS, a client that offers no h2 skips node:tls: its connection
 //   goes, unread, to an app every worker keeps for the entry point that
 //   listens on nothing (tls-terminator.ts, core/shm/fd-handoff.ts).
-// - h2c: a node:net server in worker 0 handing sessions to h2.ts (h2c.ts).
+// - h2c: a node:net server in worker 0 handing sessions to h2.ts (transport/h2/h2c.ts).
 // - tcp: a node:net server in worker 0 (tcp-proxy.ts).
-// - http, https with engine = "node": a node:http(s) server (node-engine.ts)
+// - http, https with engine = "node": a node:http(s) server (transport/node/engine.ts)
 //   in every worker on Node with net's reusePort (22.12, 23.1 on), else in
 //   worker 0 alone; its TLS (mTLS and tls-alpn-01 included) is its own, so it
 //   is never terminated, and new certificates apply without a new listener.
@@ -50,17 +50,16 @@ import { type Shm, G_WRITING, stripeBase } from '../shm/layout.js'
 import { Connections } from './connections.js'
 import { SentBytes } from './transport/sent-bytes.js'
 import type { DataPlane } from './dataplane.js'
-import { listenHttp, type loadUws } from './transport/http.js'
-import { NODE_REUSE_PORT, type NodeListener, listenNode } from './transport/node-engine.js'
+import { listenHttp } from './transport/uws/app.js'
+import type { Uws } from './transport/uws/native.js'
+import { NODE_REUSE_PORT, type NodeListener, listenNode } from './transport/node/engine.js'
 import { type Listener, type RequestHandler, PLAIN } from './transport/listen-options.js'
 import { TcpListener, openSessions } from './proxy/tcp-proxy.js'
 import { TlsTerminator, openTerminated } from './tls/tls-terminator.js'
 import { acmeKey, withAcme } from './tls/acme-sni.js'
-import { H2cListener } from './transport/h2c.js'
+import { H2cListener } from './transport/h2/h2c.js'
 import { FdSender, receiveFds } from '../shm/fd-handoff.js'
 import { fdCalls } from '../net/fd-peek.js'
-
-type Uws = ReturnType<typeof loadUws>
 
 function tlsError (ep: EntryPointConf, err: unknown): Error {
   const reason = (err as Error).message.replace(/^error:[0-9A-F]+:/, '')
@@ -87,7 +86,7 @@ export class EntryPoints {
   readonly #terminators = new Map<string, TlsTerminator>()
   /** the apps that serve the connections a terminator hands on (#handsOff), by entry point number */
   readonly #adopters = new Map<number, Listener>()
-  /** this worker's node engine listeners (node-engine.ts), by entry point name */
+  /** this worker's node engine listeners (transport/node/engine.ts), by entry point name */
   readonly #nodes = new Map<string, NodeListener>()
   /** ACME certificates served by SNI (acme-sni.ts) on the uWS https listeners, and what each serves of them */
   #acme: readonly AcmeCert[]

@@ -88,7 +88,7 @@ async function totalBytesOut (path: string): Promise<number> {
   return Number(/^TotalBytesOut: (\d+)$/m.exec(await sock(path, 'show info'))![1])
 }
 
-// the same sums whatever writes the heads: uWS, or node:http on the node engine (node-client.ts counts its head text)
+// the same sums whatever writes the heads: uWS, or node:http on the node engine (transport/node/client.ts counts its head text)
 for (const engine of ['uws', 'node'] as const) {
   test(`${engine}: FRONTEND bout and TotalBytesOut are the bytes the clients received, heads and framing included`, async () => {
     bodies = 0

@@ -23,7 +23,7 @@ test('engine: another value, another type, or on a tcp entry point is refused na
   assert.throws(() => parseConfig(`[entrypoints.pg]\naddress = "127.0.0.1:5432"\nprotocol = "tcp"\nservice = "pg"\nengine = "node"
 [services.pg]\n[[services.pg.servers]]\naddress = "127.0.0.1:5433"`), /entrypoints\.pg\.engine: only for protocol = "http" or "https"/)
   assert.throws(() => parseConfig('[entrypoints.g]\naddress = "127.0.0.1:5000"\nprotocol = "h2c"\nengine = "node"'), /entrypoints\.g\.engine: only for protocol = "http" or "https"/)
-  // HTTP/2 is node:http2's, served next to uWS (core/worker/transport/h2.ts); the node engine offers HTTP/1.1 only
+  // HTTP/2 is node:http2's, served next to uWS (core/worker/transport/h2/h2.ts); the node engine offers HTTP/1.1 only
   assert.throws(() => parseConfig(`[entrypoints.s]\naddress = "127.0.0.1:8443"\nprotocol = "https"\nengine = "node"
 [entrypoints.s.tls]\ncert = "/etc/lb/c.pem"\nkey = "/etc/lb/k.pem"\n[entrypoints.s.http2]\nenabled = true`), /entrypoints\.s\.http2\.enabled: HTTP\/2 is served with engine = "uws" only/)
   const dir = tempDir()

@@ -10,7 +10,7 @@ function ctxWith (...hosts: string[]): Ctx {
   const ctx = new Ctx()
   ctx.headers.push('user-agent', 'test')
   for (const h of hosts) ctx.headers.push('host', h)
-  // as http.ts hostOf leaves it: the last value, port dropped, lower case
+  // as request-host.ts leaves it: the last value, port dropped, lower case
   const v = hosts.at(-1) ?? ''
   const colon = v.lastIndexOf(':')
   ctx.host = (colon > 0 && v.indexOf(']') < colon ? v.slice(0, colon) : v).toLowerCase()

@@ -62,7 +62,7 @@ async function stubStatus (url: string, agent: http.Agent): Promise<Counts> {
   return { active: Number(m[1]), accepts: Number(m[2]), handled: Number(m[3]) }
 }
 
-// the same counts whatever parses the requests: uWS's App.filter, or the node engine's net.Server (node-engine.ts)
+// the same counts whatever parses the requests: uWS's App.filter, or the node engine's net.Server (transport/node/engine.ts)
 for (const engine of ['uws', 'node'] as const) {
   test(`${engine}: N short connections, N keep-alive connections and WebSockets: every surface counts exactly N`, async (t) => {
     const web = await startWsEcho('web') // answers HTTP requests too

@@ -1,4 +1,4 @@
-// engine = "node" (core/worker/transport/node-engine.ts) on raw sockets: what uWS
+// engine = "node" (core/worker/transport/node/engine.ts) on raw sockets: what uWS
 // refuses (README "Request forms at the edge") served through the same
 // request path: pipelining in order behind proxied answers, trailers
 // forwarded, chunk extensions ignored, absolute-form routed by its host,

@@ -106,5 +106,5 @@ max_fails = 0
 
 test('raw HTTP/1.1 requests: lb answers, forwards and refuses as nginx does, and stays up', (t) => campaign(t, 'uws', 'http'))
 
-// Node's llhttp (core/worker/transport/node-engine.ts): no table of engine limits; every case the campaign knows holds
+// Node's llhttp (core/worker/transport/node/engine.ts): no table of engine limits; every case the campaign knows holds
 test('raw HTTP/1.1 requests on engine = "node": the same checks, with no documented exceptions', (t) => campaign(t, 'node', 'http-node'))

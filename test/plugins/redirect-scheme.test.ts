@@ -64,7 +64,7 @@ port = 8443
   })
 
   test('a Host or path with a bare CR or LF never reaches the Location header (no response header injection)', async () => {
-    // core/worker/transport/http.ts writes a response head as one block and relies on this
+    // core/worker/transport/uws/client.ts writes a response head as one block and relies on this
     for (const raw of ['GET /x HTTP/1.1\r\nhost: a\rX-Injected: 1\r\n\r\n', 'GET /x HTTP/1.1\r\nhost: a\nX-Injected: 1\r\n\r\n',
       'GET /x\rX-Injected:1 HTTP/1.1\r\nhost: a\r\n\r\n']) {
       const reply = await new Promise<string>((resolve) => {

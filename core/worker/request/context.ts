@@ -63,7 +63,7 @@ export class Ctx {
   /** client address, canonical text */
   remoteAddress = ''
   proto: 'http' | 'https' = 'http'
-  /** the request came over HTTP/2 (core/worker/transport/h2.ts): the access log says so */
+  /** the request came over HTTP/2 (core/worker/transport/h2/h2.ts): the access log says so */
   h2 = false
   entrypoint = ''
   /** request body length from Content-Length; -1 when chunked or unknown */

@@ -27,7 +27,7 @@
 // added to the request's dropped headers, except the ones lb needs or sets.
 // - The head (request line and header lines, as uWS received them less the
 //   spaces around values) is at most limits.max_header_bytes: 431 naming the
-//   setting. uWS's own limit is twice that (loadUws in http.ts), so that
+//   setting. uWS's own limit is twice that (loadUws in transport/uws/native.ts), so that
 //   a head over the setting reaches this check instead of uWS's anonymous 431.
 //
 // One pass over ctx.headers; nothing is allocated unless the request is

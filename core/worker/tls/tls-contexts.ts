@@ -1,5 +1,5 @@
 // The secure contexts of an https entry point served on node:tls (the mTLS
-// terminator, tls-terminator.ts, and the node engine, node-engine.ts): the
+// terminator, tls-terminator.ts, and the node engine, transport/node/engine.ts): the
 // same settings lb applies everywhere (TLS 1.2 minimum, the seed's TLS 1.3
 // suites then the entry point's TLS 1.2 ciphers, server cipher order, the CA
 // that turns on client certificates), one context per SNI certificate.

@@ -42,7 +42,7 @@ import { NetListener } from '../../net/listen.js'
 import { ACME_TLS_1, AlpnChallenges } from './tls-alpn.js'
 import { type Contexts, loadContexts, sniContext } from './tls-contexts.js'
 import type { Connections } from '../connections.js'
-import { h2Server } from '../transport/h2.js'
+import { h2Server } from '../transport/h2/h2.js'
 import type { RequestHandler } from '../transport/listen-options.js'
 
 /** Serves HTTP/2 sessions in this thread: what an entry point with http2.enabled gives its terminator. */

@@ -1,7 +1,7 @@
 // The state of the client side of one request that needs no uWS: what the
 // client's events set, the request body that arrived before anyone read it,
 // the response head held back until its body, and the bytes uWS adds to what
-// lb writes (response-head.ts). UwsClient (core/worker/transport/http.ts, the only
+// lb writes (response-head.ts). UwsClient (core/worker/transport/uws/client.ts, the only
 // module that touches uWS) extends it with the calls into uWS; one object per
 // request, as before the split.
 import type { SentCounter } from './listen-options.js'

@@ -1,5 +1,5 @@
-// The client side of one request as the data plane sees it. core/worker/transport/http.ts
-// implements it over uWS, core/worker/transport/node-client.ts over node:http (the node
+// The client side of one request as the data plane sees it. core/worker/transport/uws/
+// implements it over uWS, core/worker/transport/node/client.ts over node:http (the node
 // engine); nothing else touches either's objects.
 import type { WebSocketUpgrade } from '../ws/ws-client.js'
 

@@ -1,4 +1,4 @@
-// What a caller of listenHttp (core/worker/transport/http.ts) gives and gets, without uWS:
+// What a caller of listenHttp (core/worker/transport/uws/app.ts) gives and gets, without uWS:
 // the options of one app, the handle that stops it listening, the request
 // handler, and the counter of bytes sent beyond bodies.
 import type { TlsConf } from '../../config/tls.js'

@@ -1,4 +1,4 @@
-// What the uWS adapter (core/worker/transport/http.ts) reads of a request that needs no
+// What the uWS adapter (core/worker/transport/uws/app.ts) reads of a request that needs no
 // uWS: the framing and connection headers, the Host name, the peer address as
 // text. Runs for every request, so the usual case (the same Host, the same
 // few peers, request after request) reuses its last result instead of

@@ -1,5 +1,5 @@
 // The text of a response head as lb hands it to uWS, and the bytes uWS adds
-// around heads and bodies: what core/worker/transport/http.ts counts as sent beyond the
+// around heads and bodies: what core/worker/transport/uws/client.ts counts as sent beyond the
 // body (core/worker/transport/sent-bytes.ts). No uWS here: only its wire format.
 import { STATUS_CODES } from 'node:http'
 

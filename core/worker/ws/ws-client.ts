@@ -1,5 +1,5 @@
 // The client side of a WebSocket as the data plane sees it (as client.ts is
-// for HTTP): core/worker/transport/http.ts implements these over uWS, nothing else
+// for HTTP): core/worker/transport/uws/ implements these over uWS, nothing else
 // touches uWS objects. core/worker/ws/ws-relay.ts (under ws-proxy.ts) is the one user.
 
 /**
@@ -24,7 +24,7 @@ export interface ClientWebSocket {
   cork (cb: () => void): unknown
 }
 
-/** One client WebSocket's events, delivered by http.ts. Buffers are valid only during the call. */
+/** One client WebSocket's events, delivered by the engine (transport/uws/app.ts, node/ws.ts). Buffers are valid only during the call. */
 export interface WsSession {
   onOpen (ws: ClientWebSocket): void
   onMessage (data: ArrayBuffer, isBinary: boolean): void

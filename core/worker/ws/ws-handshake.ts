@@ -69,7 +69,7 @@ export function readUpgradeAnswer (head: string, key: string): UpgradeAnswer | n
 
 /**
  * Opens a WebSocket to this thread's own loopback `port` (the cork anchor of
- * core/worker/transport/http.ts): the handshake, then the 101 and nothing else, read and
+ * core/worker/transport/uws/cork-anchor.ts): the handshake, then the 101 and nothing else, read and
  * dropped. `done` runs when the connection fails or closes. It never keeps the
  * thread alive.
  */

@@ -65,7 +65,7 @@ export abstract class WsRelay extends ServerTries implements WsSession, FrameSin
   /** Logged and counted once, at the end of the session (ws-proxy.ts). */
   protected abstract finish (): void
 
-  // ---- client → server (WsSession, called by http.ts)
+  // ---- client → server (WsSession, called by the engine)
 
   onOpen (ws: ClientWebSocket): void {
     this.ws = ws

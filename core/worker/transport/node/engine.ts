@@ -2,13 +2,13 @@
 // same request path as uWS entry points (every request becomes a Ctx and a
 // ClientResponse handed to the data plane's RequestHandler) on Node's own
 // HTTP/1.1 parser, llhttp (node:http, node:https). With this file,
-// node-client.ts and node-ws.ts, the only data-plane users of node:http's
+// client.ts and ws.ts, the only data-plane users of node:http's
 // server side. It serves what uWS refuses (README "HTTP engines"): HTTP/1.0
 // with and without keep-alive, pipelining in order behind proxied answers,
 // chunked bodies with trailers (forwarded) and chunk extensions (ignored),
 // absolute-form targets (routed by their host, RFC 9112 §3.2.2), `OPTIONS *`,
 // a 408 after timeouts.header, `Expect: 100-continue` answered only once the
-// request was routed and allowed (node-client.ts). Its cost: about twice
+// request was routed and allowed (client.ts). Its cost: about twice
 // uWS's CPU per request (bench/RESULTS.md, "HTTP engines").
 //
 // Connections are accepted by a plain net.Server and handed to the
@@ -21,21 +21,21 @@ import http from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
 import type { Duplex } from 'node:stream'
-import type { TlsConf } from '../../config/tls.js'
-import { type ErrorCode, ERRORS, formatError } from '../../errors.js'
-import { canonicalIp } from '../../net/ip.js'
-import { boundPort } from '../../net/listen.js'
-import type { AcmeAlpnChallenge } from '../../protocol.js'
-import type { Connections } from '../connections.js'
-import { Ctx } from '../request/context.js'
-import type { Listener, RequestHandler, SentCounter } from './listen-options.js'
-import { NodeClient, NodeConn, fromWire } from './node-client.js'
-import { acceptWebSocket } from './node-ws.js'
-import { hostProblem } from '../request/request-host.js'
-import { expectsBody, readHeader } from './request-read.js'
-import { statusLine } from './response-head.js'
-import { AlpnChallenges } from '../tls/tls-alpn.js'
-import { loadContexts, sniContext } from '../tls/tls-contexts.js'
+import type { TlsConf } from '../../../config/tls.js'
+import { type ErrorCode, ERRORS, formatError } from '../../../errors.js'
+import { canonicalIp } from '../../../net/ip.js'
+import { boundPort } from '../../../net/listen.js'
+import type { AcmeAlpnChallenge } from '../../../protocol.js'
+import type { Connections } from '../../connections.js'
+import { Ctx } from '../../request/context.js'
+import type { Listener, RequestHandler, SentCounter } from '../listen-options.js'
+import { NodeClient, NodeConn, fromWire } from './client.js'
+import { acceptWebSocket } from './ws.js'
+import { hostProblem } from '../../request/request-host.js'
+import { expectsBody, readHeader } from '../request-read.js'
+import { statusLine } from '../response-head.js'
+import { AlpnChallenges } from '../../tls/tls-alpn.js'
+import { loadContexts, sniContext } from '../../tls/tls-contexts.js'
 
 const [MAJOR = 0, MINOR = 0] = process.versions.node.split('.').map(Number)
 /** Node can put several listening sockets on one address (SO_REUSEPORT), so that every worker listens (net.Server reusePort) */
@@ -44,7 +44,7 @@ export const NODE_REUSE_PORT = MAJOR > 23 || (MAJOR === 23 && MINOR >= 1) || (MA
 /** how often node:http looks for heads past timeouts.header (ms): a 408 comes at most this late */
 const CHECK_MS = 500
 /**
- * llhttp's limit on a request head (bytes): twice limits.max_header_bytes, as uWS's (loadUws in http.ts), so that a
+ * llhttp's limit on a request head (bytes): twice limits.max_header_bytes, as uWS's (loadUws in ../uws/native.ts), so that a
  * head over the setting reaches request-check.ts, whose 431 names it; set once at start (setNodeHeadLimit).
  */
 let maxHeadBytes = 2 * 16 * 1024
@@ -101,7 +101,7 @@ function connOf (sock: Sock): NodeConn {
 const TEXT = ['content-type', 'text/plain'] as const
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)(.*)$/s
 
-/** What the data plane needs of a request, as the uWS adapter reads it (http.ts readRequest). */
+/** What the data plane needs of a request, as the uWS adapter reads it (uws/app.ts readRequest). */
 function readRequest (req: http.IncomingMessage, entrypoint: string, proto: 'http' | 'https', conn: NodeConn): Ctx {
   const ctx = new Ctx()
   ctx.method = req.method ?? ''
@@ -235,7 +235,7 @@ export async function listenNode (host: string, port: number, handler: RequestHa
   server.on('request', (req, res) => serve(req, res, false))
   server.on('checkContinue', (req, res) => serve(req, res, true)) // any other Expect: node:http answers 417
   // Upgrade (and CONNECT, refused with 501 by the request checks): the socket is node:http's no more. A WebSocket
-  // upgrade is answered by ws-proxy.ts through node-ws.ts; anything else is answered as HTTP and the connection closed.
+  // upgrade is answered by ws-proxy.ts through ws.ts; anything else is answered as HTTP and the connection closed.
   const upgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.pause() // nothing of it is read until the server accepted the WebSocket
     const conn = connOf(socket as Sock)

@@ -1,4 +1,4 @@
-// The client side of one request on the node engine (node-engine.ts): the
+// The client side of one request on the node engine (engine.ts): the
 // data plane's ClientResponse over node:http's IncomingMessage and
 // ServerResponse. Node's own machinery does what uWS refuses: responses to
 // pipelined requests go out in request order whatever order they finish in
@@ -14,11 +14,11 @@
 // node:http closes the connection after that answer (RFC 9110 §10.1.1).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type net from 'node:net'
-import type { ClientResponse } from './client.js'
-import { ClientState } from './client-state.js'
-import type { SentCounter } from './listen-options.js'
-import { UWS_LAST_CHUNK, uwsChunk } from './response-head.js'
-import type { WebSocketUpgrade, WsSession } from '../ws/ws-client.js'
+import type { ClientResponse } from '../client.js'
+import { ClientState } from '../client-state.js'
+import type { SentCounter } from '../listen-options.js'
+import { UWS_LAST_CHUNK, uwsChunk } from '../response-head.js'
+import type { WebSocketUpgrade, WsSession } from '../../ws/ws-client.js'
 
 const EMPTY = Buffer.alloc(0)
 /** "HTTP/1.1 100 Continue\r\n\r\n" */
@@ -39,7 +39,7 @@ export function fromWire (v: string): string {
   return NON_ASCII.test(v) ? Buffer.from(v, 'latin1').toString('utf8') : v
 }
 
-/** One client connection's state on the node engine (node-engine.ts keeps it on the socket). */
+/** One client connection's state on the node engine (engine.ts keeps it on the socket). */
 export class NodeConn {
   /** the client's address, canonical text */
   readonly remote: string
@@ -47,7 +47,7 @@ export class NodeConn {
   closing = false
   /** requests of this connection whose response has not ended: told when the connection closes */
   readonly live = new Set<NodeClient>()
-  /** runs once no request is open any more (node-engine.ts: an answer to what llhttp refused, after those before it) */
+  /** runs once no request is open any more (engine.ts: an answer to what llhttp refused, after those before it) */
   #idle: (() => void) | null = null
 
   constructor (remote: string) {
@@ -83,7 +83,7 @@ export class NodeConn {
   }
 }
 
-/** What accepting a WebSocket needs of the engine (node-ws.ts); null for a plain request. */
+/** What accepting a WebSocket needs of the engine (ws.ts); null for a plain request. */
 export interface NodeWsAccept {
   (session: WsSession, key: string, protocol: string, headers: readonly string[]): boolean
 }

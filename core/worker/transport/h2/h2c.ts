@@ -6,12 +6,12 @@
 // server (h2.ts). A client that speaks HTTP/1.1 here gets a GOAWAY
 // PROTOCOL_ERROR from node:http2: nothing is routed.
 import net from 'node:net'
-import type { EntryPointConf } from '../../config/static.js'
-import type { Logger } from '../../log.js'
-import { NetListener } from '../../net/listen.js'
-import type { Connections } from '../connections.js'
+import type { EntryPointConf } from '../../../config/static.js'
+import type { Logger } from '../../../log.js'
+import { NetListener } from '../../../net/listen.js'
+import type { Connections } from '../../connections.js'
 import { h2Server } from './h2.js'
-import type { RequestHandler } from './listen-options.js'
+import type { RequestHandler } from '../listen-options.js'
 
 export class H2cListener extends NetListener {
   readonly #ep: EntryPointConf

@@ -14,14 +14,14 @@
 // the stream's window (http2.initial_window_size). Response bodies: a write
 // that node:http2 cannot take at once returns false and onDrain follows.
 import http2 from 'node:http2'
-import type { Http2Conf } from '../../config/http2.js'
-import type { Logger } from '../../log.js'
-import { canonicalIp } from '../../net/ip.js'
-import type { ClientResponse } from './client.js'
-import { ClientState } from './client-state.js'
-import { Ctx } from '../request/context.js'
-import type { RequestHandler } from './listen-options.js'
-import { readHeader } from './request-read.js'
+import type { Http2Conf } from '../../../config/http2.js'
+import type { Logger } from '../../../log.js'
+import { canonicalIp } from '../../../net/ip.js'
+import type { ClientResponse } from '../client.js'
+import { ClientState } from '../client-state.js'
+import { Ctx } from '../../request/context.js'
+import type { RequestHandler } from '../listen-options.js'
+import { readHeader } from '../request-read.js'
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR } = http2.constants
 const END_STREAM = 0x1

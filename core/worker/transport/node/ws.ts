@@ -1,4 +1,4 @@
-// WebSockets on the node engine (node-engine.ts): the client's side of a
+// WebSockets on the node engine (engine.ts): the client's side of a
 // proxied WebSocket over the `ws` library, so ws-proxy.ts and ws-relay.ts run
 // unchanged on it (the same handshake with the server, the same relay of
 // messages, pings and close codes, the same idle time-out). `ws` reads the
@@ -14,7 +14,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { type WebSocket, WebSocketServer } from 'ws'
-import type { ClientWebSocket, WsSession } from '../ws/ws-client.js'
+import type { ClientWebSocket, WsSession } from '../../ws/ws-client.js'
 
 /** The 101's extra headers and chosen subprotocol while one handshake is completed (handleUpgrade runs synchronously). */
 let pendingHeaders: readonly string[] = []
