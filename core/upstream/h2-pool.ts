@@ -13,6 +13,8 @@ import type { ServerConf } from '../config/dynamic.js'
 import type { UpstreamTlsConf } from '../config/upstream-tls.js'
 
 export const H2_CANCEL = http2.constants.NGHTTP2_CANCEL
+/** RST_STREAM NO_ERROR, and a stream's rstCode when it was not reset */
+export const H2_NO_ERROR = http2.constants.NGHTTP2_NO_ERROR
 
 /** TLS (protocol "h2"): these settings; null = cleartext (h2c). */
 export type H2Tls = UpstreamTlsConf | null

@@ -10,7 +10,7 @@ import type { Ctx } from '../request/context.js'
 import type { ClientResponse } from '../transport/client.js'
 import { ServerTries } from './server-tries.js'
 import type { ExchangeHost, RouteTarget } from '../runtime.js'
-import { H2_CANCEL } from '../../upstream/h2-pool.js'
+import { H2_CANCEL, H2_NO_ERROR } from '../../upstream/h2-pool.js'
 import { Base64Reader, GRPC_WEB_TEXT, grpcContentType, trailerFrame, webBody, webContentType } from './grpc-web.js'
 
 /** Request fields not forwarded over HTTP/2 (connection-specific, RFC 9113 §8.2.2; `te` is kept: gRPC needs "trailers"). */
@@ -148,8 +148,21 @@ export class H2Exchange extends ServerTries {
       for (const [k, v] of Object.entries(th)) if (v !== undefined && !k.startsWith(':')) trailers.push(k, String(v))
       ctx.grpcStatus = grpcStatusOf(th['grpc-status'])
     })
+    /** The server's stream ended or failed after the response began without ending it: the client's stream is reset, never ended. */
+    const cut = (): void => {
+      end()
+      this.#host.finish(ctx)
+      client.destroy()
+    }
     up.on('end', () => {
       if (this.#done) return
+      // a session that closed mid-response (the server's socket closed) ends its streams' reads too, without
+      // END_STREAM: such a stream was reset (CANCEL), and what came is not the whole response
+      if (up.rstCode !== H2_NO_ERROR && client.started) {
+        this.tryFailed(false)
+        cut()
+        return
+      }
       end()
       if (!client.started) {
         // a Trailers-Only answer: the server's status rode on its headers
@@ -169,16 +182,13 @@ export class H2Exchange extends ServerTries {
     up.on('error', () => {
       if (this.#done) return
       this.tryFailed(!client.started && bytesIn === 0)
-      if (client.started) {
-        end()
-        this.#host.finish(ctx)
-        client.destroy() // the client's stream is reset: it must not read a cut response as complete
-      } else this.#fail('LB_ERR_UPSTREAM_CONNECT', [])
+      if (client.started) cut()
+      else this.#fail('LB_ERR_UPSTREAM_CONNECT', [])
     })
     up.on('close', () => {
       // reset by the server before anything came (RST_STREAM): UNAVAILABLE
       if (!this.#done && !client.started) this.#fail('LB_ERR_UPSTREAM_RESET', [])
-      else if (!this.#done) { end(); this.#host.finish(ctx); client.destroy() }
+      else if (!this.#done) cut()
     })
   }
 

@@ -23,7 +23,7 @@ import { Ctx } from '../../request/context.js'
 import type { RequestHandler } from '../listen-options.js'
 import { readHeader } from '../request-read.js'
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR } = http2.constants
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL } = http2.constants
 const END_STREAM = 0x1
 const NO_BODY = new ArrayBuffer(0)
 
@@ -144,10 +144,15 @@ class H2Client extends ClientState implements ClientResponse {
     else s.end(body, () => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
   }
 
+  /**
+   * RST_STREAM INTERNAL_ERROR, and no END_STREAM before it: a response cut short must not read as complete.
+   * close(code) would end the writable side first, and nghttp2 would send the END_STREAM (an empty DATA frame)
+   * before the reset; destroy(err) resets the stream without ending it (Writable skips _final once destroyed).
+   */
   destroy (): void {
     if (this.aborted || this.ended) return
     this.ended = true
-    this.#stream.close(NGHTTP2_INTERNAL_ERROR)
+    this.#stream.destroy(new Error('response cut short'))
   }
 }
 
