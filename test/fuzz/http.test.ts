@@ -40,8 +40,8 @@ const tokenMethodNginxRefuses = (b: Buffer): boolean => {
 }
 
 /**
- * The campaign against one entry point: `engine = "uws"` (surface "http", whose documented uWS behaviours are
- * UWS_LIMITS) or `"node"` (surface "http-node": no such table, every case must hold).
+ * The campaign against one entry point: `engine = "uws"` (surface "http", whose documented uWS behaviours are in
+ * ENGINE_LIMITS) or `"node"` (surface "http-node": no entries there, every case must hold).
  */
 async function campaign (t: TestContext, engine: 'uws' | 'node', surface: string): Promise<void> {
   const lbBackend = await startRawBackend()

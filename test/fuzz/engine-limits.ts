@@ -1,23 +1,28 @@
-// What this uWS build (uWebSockets.js 20.57) does with a request or a frame
-// before lb sees it, where lb cannot change it: expected, documented
-// behaviour, not pending work. A failed case is accepted here only when its
+// What an HTTP engine does with a request or a frame before lb sees it, where
+// lb cannot change it: expected, documented behaviour, not pending work. The
+// engine is this uWS build (uWebSockets.js 20.57) for the surfaces "http" and
+// "ws", and Node's llhttp (node:http, which hands lb no raw bytes) for
+// "http-node" (engine = "node"). A failed case is accepted here only when its
 // key ("generator family/failed check") is listed, its bytes are of the kind
-// the entry names (`when`), and its outcome is exactly what the entry says uWS
-// does (`outcome`). Every entry quotes the line of the README that documents
-// it (`readme`); lib/campaign.ts checks that README.md still says so.
-export interface UwsLimit {
+// the entry names (`when`), and its outcome is exactly what the entry says the
+// engine does (`outcome`). Every entry quotes the line of the README that
+// documents it (`readme`); lib/campaign.ts checks that README.md still says so.
+export interface EngineLimit {
   surface: string
   /** the failure keys this behaviour explains */
   keys: readonly string[]
-  /** what uWS does */
+  /** what the engine does */
   does: string
-  /** text of README.md that documents it (its table "Request forms at the edge" for HTTP) */
+  /** text of README.md that documents it (for HTTP: its table "Request forms at the edge" for uWS, "HTTP engines" for llhttp) */
   readme: string
   /** the sent bytes are of this kind */
   when: (bytes: Buffer) => boolean
   /** and what happened (the finding's "got") is this */
   outcome: (got: string) => boolean
 }
+
+/** The engine of each surface's entry point, as the campaign's report names it. */
+export const ENGINE_OF: Readonly<Record<string, string>> = { http: 'uWS', ws: 'uWS', 'http-node': 'llhttp' }
 
 /** the request head (up to the first empty line) as latin1 */
 const head = (b: Buffer): string => { const s = b.toString('latin1'); const end = s.indexOf('\r\n\r\n'); return end < 0 ? s : s.slice(0, end + 2) }
@@ -27,7 +32,7 @@ const bareCr = (b: Buffer): boolean => /\r(?!\n)/.test(head(b))
 const noVersion = (b: Buffer): boolean => !/^[^\r\n]* HTTP\/[^\r\n]*\r\n/.test(b.toString('latin1'))
 const silent = (got: string): boolean => got.startsWith('lb: nothing within')
 
-export const UWS_LIMITS: readonly UwsLimit[] = [
+export const ENGINE_LIMITS: readonly EngineLimit[] = [
   {
     surface: 'http',
     keys: ['header-syntax/silent', 'control-bytes/silent', 'mutation/silent'],
