@@ -32,6 +32,62 @@ const bareCr = (b: Buffer): boolean => /\r(?!\n)/.test(head(b))
 const noVersion = (b: Buffer): boolean => !/^[^\r\n]* HTTP\/[^\r\n]*\r\n/.test(b.toString('latin1'))
 const silent = (got: string): boolean => got.startsWith('lb: nothing within')
 
+/** the head lines (after the first) of a head as head() gives it */
+const fieldLines = (h: string): string[] => h.split('\r\n').slice(1, -1)
+/** a Host field whose value has a SP or HTAB at either end, beyond the one SP after the colon */
+const hostOws = (b: Buffer): boolean => fieldLines(head(b)).some((l) => /^host:(?: [ \t]|\t|.*[ \t]$)/i.test(l))
+/** a Transfer-Encoding field "chunked" with a SP or HTAB before it, beyond the one SP after the colon */
+const teOwsChunked = (b: Buffer): boolean => fieldLines(head(b)).some((l) => /^transfer-encoding:(?: [ \t]|\t)[ \t]*chunked$/i.test(l))
+/**
+ * nginx's largest chunk size, 2^59-1: ngx_http_parse_chunked refuses a size over NGX_MAX_OFF_T_VALUE / 16 at each
+ * byte of the size line, the CR after the digits too (nginx 1.22: 0x7ffffffffffffff is 413 past client_max_body_size,
+ * 0x800000000000000 is 400). llhttp's is 2^64-1.
+ */
+const NGINX_MAX_CHUNK = 2n ** 59n - 1n
+/** a chunked body whose first chunk-size line is hex digits alone, of a size llhttp reads and nginx cannot (2^59 to 2^64-1) */
+const chunkPastNginx = (b: Buffer): boolean => {
+  const s = b.toString('latin1')
+  const end = s.indexOf('\r\n\r\n')
+  const size = /^([0-9a-fA-F]{1,16})\r\n/.exec(s.slice(end + 4))?.[1]
+  return end >= 0 && /\r\ntransfer-encoding: chunked\r\n/i.test(head(b)) && size !== undefined && BigInt(`0x${size}`) > NGINX_MAX_CHUNK
+}
+/** an HTTP/0.9 line (method SP target CRLF) and no end of the head after it */
+const http09Unended = (b: Buffer): boolean => { const s = b.toString('latin1'); return /^[^ \r\n]+ [^ \r\n]+\r\n/.test(s) && !s.includes('\r\n\r\n') }
+
+/** What the backend got, as the campaign prints it at the end of `got` (printable()), as latin1; null when absent or cut short. */
+const forwardedOf = (got: string): string | null => {
+  const at = got.indexOf('; the backend got ')
+  if (at < 0) return null
+  const p = got.slice(at + '; the backend got '.length)
+  if (/\.\.\. \(\d+ bytes\)$/.test(p)) return null
+  return p.replace(/\\(r|n|\\|x[0-9a-f]{2})/g, (_, e: string) => e === 'r' ? '\r' : e === 'n' ? '\n' : e === '\\' ? '\\' : String.fromCharCode(parseInt(e.slice(1), 16)))
+}
+/** The forwarded request split at the end of its head: its request line, its field lines, its body. */
+const forwardedRequest = (got: string): { line: string, fields: string[], body: string } | null => {
+  const f = forwardedOf(got)
+  const end = f?.indexOf('\r\n\r\n') ?? -1
+  if (f == null || end < 0) return null
+  const [line, ...fields] = f.slice(0, end).split('\r\n')
+  return { line: line!, fields, body: f.slice(end + 4) }
+}
+/** lb answered with these statuses (`200, 200`), 200 first, and did not close: `lb: status 200 after 12 ms ("HTTP/1.1 200 OK"); nginx: ...` */
+const lbAnswered = (got: string, statuses: string): boolean => new RegExp(`^lb: status ${statuses} after \\d+ ms \\("HTTP/1\\.1 200 OK"\\); nginx: `).test(got)
+/** the forwarded request is a POST framed by one `transfer-encoding: chunked` and no Content-Length */
+const chunkedPost = (r: { line: string, fields: string[] }): boolean =>
+  /^POST \S+ HTTP\/1\.1$/.test(r.line) && r.fields.filter((l) => /^transfer-encoding:/i.test(l)).join() === 'transfer-encoding: chunked' && !r.fields.some((l) => /^content-length:/i.test(l))
+/** a chunked body of chunks of one or more bytes, well-formed, without its last chunk (not ended) */
+const chunksUnended = (body: string): boolean => {
+  for (let at = 0; at < body.length;) {
+    const m = /^([0-9a-f]+)\r\n/.exec(body.slice(at))
+    const n = m === null ? 0 : parseInt(m[1]!, 16)
+    if (n === 0) return false
+    at += m![0].length + n
+    if (body.slice(at, at + 2) !== '\r\n') return false
+    at += 2
+  }
+  return true
+}
+
 export const ENGINE_LIMITS: readonly EngineLimit[] = [
   {
     surface: 'http',
@@ -131,5 +187,50 @@ export const ENGINE_LIMITS: readonly EngineLimit[] = [
     readme: 'answers a close frame with an invalid code',
     when: () => true,
     outcome: (got) => got.includes('lb sent \\x88\\x00'),
+  },
+  {
+    surface: 'http-node',
+    keys: ['host/forwarded'],
+    does: 'strips spaces and tabs around a Host value (RFC 9110 §5.5: they are not part of it): `Host: a\\t` is routed and forwarded as `a`',
+    readme: '| spaces or tabs around a Host value (`Host: a\\t`, `Host:\\ta`) |',
+    when: hostOws,
+    // one Host forwarded, without them (an absolute-form target's authority replaces it)
+    outcome: (got) => {
+      const r = forwardedRequest(got)
+      const hosts = r?.fields.filter((l) => /^host:/i.test(l)) ?? []
+      return lbAnswered(got, '200') && r !== null && /^GET \S+ HTTP\/1\.1$/.test(r.line) && hosts.length === 1 && /^host: [^ \t](?:.*[^ \t])?$/.test(hosts[0]!)
+    },
+  },
+  {
+    surface: 'http-node',
+    keys: ['te-te/forwarded'],
+    does: 'strips spaces and tabs before "chunked" in Transfer-Encoding (RFC 9110 §5.5) and frames the body as chunked: it is forwarded so, and what follows its last chunk is the next request, answered in order',
+    readme: '| spaces or tabs before `chunked` in Transfer-Encoding (`Transfer-Encoding: \\tchunked`) |',
+    when: teOwsChunked,
+    // both answered (the POST and the request behind its empty body); the POST forwarded with that empty body alone
+    outcome: (got) => {
+      const r = forwardedRequest(got)
+      return lbAnswered(got, '200, 200') && r !== null && chunkedPost(r) && r.body === '0\r\n\r\n'
+    },
+  },
+  {
+    surface: 'http-node',
+    keys: ['chunk-size/forwarded'],
+    does: 'reads chunk sizes up to 2^64-1 (nginx: 400 from 2^59): the head is forwarded and the body streamed re-chunked as it comes, not ended, never a second request',
+    readme: '| a chunk size from 2^59 to 2^64-1 |',
+    when: chunkPastNginx,
+    // the backend's answer comes before the body ends (it never does); what came of it was forwarded as chunks
+    outcome: (got) => {
+      const r = forwardedRequest(got)
+      return lbAnswered(got, '200') && r !== null && chunkedPost(r) && chunksUnended(r.body)
+    },
+  },
+  {
+    surface: 'http-node',
+    keys: ['version/silent'],
+    does: 'reads a request line without a version (`GET /path` and CRLF) as HTTP/0.9 and waits for the end of the head: 408 at timeouts.header, 505 once an empty line comes',
+    readme: '| a request line without a version (`GET /path` and CRLF) and no end of the head |',
+    when: http09Unended,
+    outcome: silent,
   },
 ]

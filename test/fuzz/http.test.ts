@@ -40,8 +40,8 @@ const tokenMethodNginxRefuses = (b: Buffer): boolean => {
 }
 
 /**
- * The campaign against one entry point: `engine = "uws"` (surface "http", whose documented uWS behaviours are in
- * ENGINE_LIMITS) or `"node"` (surface "http-node": no entries there, every case must hold).
+ * The campaign against one entry point: `engine = "uws"` (surface "http") or `"node"` (surface "http-node"); what
+ * each engine does before lb sees a byte, documented, is in ENGINE_LIMITS (../engine-limits.ts).
  */
 async function campaign (t: TestContext, engine: 'uws' | 'node', surface: string): Promise<void> {
   const lbBackend = await startRawBackend()
@@ -106,5 +106,5 @@ max_fails = 0
 
 test('raw HTTP/1.1 requests: lb answers, forwards and refuses as nginx does, and stays up', (t) => campaign(t, 'uws', 'http'))
 
-// Node's llhttp (core/worker/transport/node/engine.ts): no table of engine limits; every case the campaign knows holds
-test('raw HTTP/1.1 requests on engine = "node": the same checks, with no documented exceptions', (t) => campaign(t, 'node', 'http-node'))
+// Node's llhttp (core/worker/transport/node/engine.ts): what it reads otherwise than nginx is in ENGINE_LIMITS ("http-node")
+test('raw HTTP/1.1 requests on engine = "node": lb answers, forwards and refuses as nginx does, and stays up', (t) => campaign(t, 'node', 'http-node'))
