@@ -4,7 +4,9 @@
 // file). A case whose key is listed here is reported apart (count and one
 // example) and does not fail its test; every other failure does. Once the
 // fixes are merged, empty this list: every case must then pass. An entry that
-// no case needs any more is named in the test's output ("remove it").
+// no case needs any more is named in the test's output ("remove it"). What an
+// HTTP engine (uWS, llhttp) does before lb sees a byte is no pending work: it is
+// documented in engine-limits.ts (ENGINE_LIMITS).
 export interface Pending { surface: string, family: string, issue: string, why: string }
 
 /**
@@ -24,31 +26,4 @@ const NODE_MAJOR = Number(process.versions.node.split('.')[0])
 export const PENDING: readonly Pending[] = [
   // Node 20 only: Node 22's node:http2 closes the connection after such a GOAWAY (the fuzz surface checks it)
   ...(NODE_MAJOR < 22 ? GOAWAY_OPEN_FAMILIES.map((f) => ({ surface: 'h2', family: `${f}/goaway-open`, issue: '#37 point 3', why: GOAWAY_OPEN })) : []),
-
-  // engine = "node": what Node's llhttp accepts and nginx refuses, out of lb's sight (node:http hands over no raw
-  // bytes); the fix is a check of the raw head and chunk lines before llhttp, not done yet
-  {
-    surface: 'http-node',
-    family: 'chunk-size/forwarded',
-    issue: '#40 point 3',
-    why: 'llhttp takes chunk sizes up to 2^64-1 (nginx: 400 past 2^63); the head is forwarded and the body streamed re-chunked, never a second request',
-  },
-  {
-    surface: 'http-node',
-    family: 'host/forwarded',
-    issue: '#40 point 3',
-    why: 'llhttp strips spaces and tabs around a Host value (RFC 9110 §5.5), nginx answers 400: lb routes and forwards the host without them',
-  },
-  {
-    surface: 'http-node',
-    family: 'te-te/forwarded',
-    issue: '#40 point 3',
-    why: 'llhttp strips the whitespace before "chunked" in Transfer-Encoding (RFC 9110 §5.5), nginx answers 501; llhttp frames the body as chunked, as it is forwarded',
-  },
-  {
-    surface: 'http-node',
-    family: 'version/silent',
-    issue: '#40 point 3',
-    why: 'a request line without a version (HTTP/0.9): llhttp waits for more of the head until timeouts.header (408); nginx answers in HTTP/0.9 at once',
-  },
 ]

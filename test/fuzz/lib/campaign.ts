@@ -4,15 +4,15 @@
 // restarts), and one report per surface that names every failing case with
 // its seed, bytes, expectation and outcome. Failures of families listed in
 // PENDING (../pending.ts), and failures that are exactly a documented
-// behaviour of the uWS build (../uws-limits.ts), are reported apart and do not
-// fail the test.
+// behaviour of the HTTP engine, uWS's or llhttp's (../engine-limits.ts), are
+// reported apart and do not fail the test.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { type Lb, ROOT } from '../../helpers.js'
 import { PENDING } from '../pending.js'
-import { UWS_LIMITS, type UwsLimit } from '../uws-limits.js'
+import { ENGINE_LIMITS, ENGINE_OF, type EngineLimit } from '../engine-limits.js'
 import { Rng, seedOf } from './prng.js'
 
 export const LONG = process.env.LB_FUZZ === 'long'
@@ -35,7 +35,7 @@ export interface Finding {
   family: string
   /** what was sent, printable (see printable()) */
   input: string
-  /** the bytes sent, when the surface gives them (CaseRun.bytes): what UWS_LIMITS entries match */
+  /** the bytes sent, when the surface gives them (CaseRun.bytes): what ENGINE_LIMITS entries match */
   raw: Buffer | null
   expected: string
   got: string
@@ -97,7 +97,7 @@ export interface CaseRun<C> {
   generate: (rng: Rng, index: number) => C
   family: (c: C) => string
   input: (c: C) => string
-  /** the bytes a case sends (for UWS_LIMITS) */
+  /** the bytes a case sends (for ENGINE_LIMITS) */
   bytes?: (c: C) => Buffer
   /** runs one case: null when it held, else which check failed, what it expected and what happened */
   exec: (c: C, index: number) => Promise<Verdict | null>
@@ -160,17 +160,18 @@ export async function runCases<C> (r: CaseRun<C>): Promise<Outcome> {
  */
 export function report (t: TestContext, o: Outcome): void {
   const listed = PENDING.filter((p) => p.surface === o.surface)
-  const limits = UWS_LIMITS.filter((u) => u.surface === o.surface)
+  const limits = ENGINE_LIMITS.filter((u) => u.surface === o.surface)
+  const engine = ENGINE_OF[o.surface] ?? 'engine'
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ') // line breaks in prose are spaces
-  for (const u of limits) assert.ok(readme.includes(u.readme), `README.md no longer documents the uWS behaviour "${u.does}" (expected the text ${JSON.stringify(u.readme)})`)
-  const limitOf = (f: Finding): UwsLimit | undefined =>
+  for (const u of limits) assert.ok(readme.includes(u.readme), `README.md no longer documents the ${engine} behaviour "${u.does}" (expected the text ${JSON.stringify(u.readme)})`)
+  const limitOf = (f: Finding): EngineLimit | undefined =>
     limits.find((u) => u.keys.includes(f.family) && (f.raw === null || u.when(f.raw)) && u.outcome(f.got))
   const pending = o.findings.filter((f) => listed.some((p) => p.family === f.family))
-  const byUws = o.findings.filter((f) => !pending.includes(f) && limitOf(f) !== undefined)
-  const unexpected = o.findings.filter((f) => !pending.includes(f) && !byUws.includes(f))
+  const byEngine = o.findings.filter((f) => !pending.includes(f) && limitOf(f) !== undefined)
+  const unexpected = o.findings.filter((f) => !pending.includes(f) && !byEngine.includes(f))
   const fams = [...o.families].sort().map(([f, n]) => `${f} ${n}`).join(', ')
   t.diagnostic(`${o.total} cases (seed ${BASE_SEED}${LONG ? ', long mode' : ''}): ${fams}`)
-  t.diagnostic(`${o.findings.length} failed: ${pending.length} pending (test/fuzz/pending.ts), ${byUws.length} documented uWS behaviour (test/fuzz/uws-limits.ts), ${unexpected.length} unexpected`)
+  t.diagnostic(`${o.findings.length} failed: ${pending.length} pending (test/fuzz/pending.ts), ${byEngine.length} documented ${engine} behaviour (test/fuzz/engine-limits.ts), ${unexpected.length} unexpected`)
   const keys = new Map<string, number>()
   for (const f of o.findings) keys.set(f.family, (keys.get(f.family) ?? 0) + 1)
   if (keys.size > 0) t.diagnostic(`failed by family/check: ${[...keys].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`)
@@ -181,8 +182,8 @@ export function report (t: TestContext, o: Outcome): void {
     t.diagnostic(`pending ${fam} (issue ${p.issue}): ${fs.length} cases, e.g. ${describeFinding(fs[0]!)}`)
   }
   for (const u of limits) {
-    const n = byUws.filter((f) => limitOf(f) === u).length
-    if (n > 0) t.diagnostic(`uWS: ${u.does}: ${n} cases`)
+    const n = byEngine.filter((f) => limitOf(f) === u).length
+    if (n > 0) t.diagnostic(`${engine}: ${u.does}: ${n} cases`)
   }
   for (const p of listed) {
     if (o.families.has(p.family.split('/')[0]!) && !byFamily.has(p.family)) t.diagnostic(`PENDING entry "${p.family}" (issue ${p.issue}) held in every case now: remove it`)
