@@ -1,8 +1,14 @@
 // The secure contexts of an https entry point served on node:tls (the mTLS
-// terminator, tls-terminator.ts, and the node engine, transport/node/engine.ts): the
-// same settings lb applies everywhere (TLS 1.2 minimum, the seed's TLS 1.3
-// suites then the entry point's TLS 1.2 ciphers, server cipher order, the CA
-// that turns on client certificates), one context per SNI certificate.
+// terminator, tls-terminator.ts, and the node engine, transport/node/engine.ts),
+// one per SNI certificate, with what uWS's BoringSSL does on the other https
+// entry points, so that a client meets the same TLS whichever serves it: TLS 1.2
+// minimum, the seed's TLS 1.3 suites then the entry point's TLS 1.2 ciphers, the
+// client's cipher order (BoringSSL's, and nginx's default; every suite offered is
+// an AEAD one), BoringSSL's key-exchange groups (OpenSSL's default adds P-521,
+// X448 and finite-field groups), no renegotiation (Node's default allows a client
+// three per ten minutes, each a full handshake on worker 0's thread), and the CA
+// that turns on client certificates.
+import { constants } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import tls from 'node:tls'
 import { TLS13_SUITES, type TlsConf } from '../../config/tls.js'
@@ -14,10 +20,20 @@ export interface Contexts {
   readonly wildcard: Map<string, tls.SecureContext>
 }
 
+/** The key-exchange groups uWS's BoringSSL offers, in its order. */
+const GROUPS = 'X25519:P-256:P-384'
+
 /** Reads every file now; throws (with OpenSSL's reason) when one is unusable. */
 export function loadContexts (conf: TlsConf): Contexts {
   const ca = conf.ca === '' ? undefined : readFileSync(conf.ca)
-  const common = { ca, minVersion: 'TLSv1.2' as const, ciphers: `${TLS13_SUITES}:${conf.ciphers}`, honorCipherOrder: true }
+  const common = {
+    ca,
+    minVersion: 'TLSv1.2' as const,
+    ciphers: `${TLS13_SUITES}:${conf.ciphers}`,
+    honorCipherOrder: false,
+    ecdhCurve: GROUPS,
+    secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
+  }
   const main = { ...common, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
   tls.createSecureContext(main) // validates now, so a bad file is reported here rather than at the next handshake
   const exact = new Map<string, tls.SecureContext>()
