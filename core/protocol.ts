@@ -59,6 +59,11 @@ export interface WorkerData {
   readonly config: Config
   readonly slots: Slots
   readonly acme: AcmeState
+  /**
+   * The session ticket keys of node:tls servers (48 bytes, node:tls's ticketKeys), made once per process: every
+   * worker encrypts tickets with the same keys, so a session resumes whichever worker the next connection reaches.
+   */
+  readonly ticketKeys: Uint8Array
 }
 
 export type ToWorker =

@@ -2,6 +2,7 @@
 // so a worker that crashes at start does not spin), and broadcasts config
 // generations. Workers share all state through shared memory; messages are
 // only for configuration and lifecycle.
+import { randomBytes } from 'node:crypto'
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/load.js'
 import type { Logger } from '../log.js'
@@ -79,6 +80,9 @@ export class Supervisor {
   /** The remote servers' listing the workers relay by; a (re)started worker is sent it first */
   #genListing: RemoteListing | null = null
 
+  /** node:tls session ticket keys, the same in every worker and every restart of one (WorkerData.ticketKeys); never logged */
+  readonly #ticketKeys = randomBytes(48)
+
   constructor (shm: Shm, config: Config, slots: Slots, generation: number, log: Logger) {
     this.#shm = shm
     this.#config = config
@@ -110,7 +114,7 @@ export class Supervisor {
   /** Resolves with the ports of the worker's listeners (by entry point name) once it listens. */
   #spawn (index: number): Promise<Readonly<Record<string, number>>> {
     const slot = this.#slots[index]!
-    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme }
+    const data: WorkerData = { index, workers: this.#shm.workers, shm: this.#shm.buffer, generation: this.#generation, config: this.#config, slots: this.#slotMap, acme: this.#acme, ticketKeys: this.#ticketKeys }
     const w = new Worker(WORKER_URL, { workerData: data, resourceLimits: WORKER_LIMITS })
     slot.worker = w
     slot.startedAt = Date.now()

@@ -21,6 +21,7 @@ import { closeAllApps, setClientTimeouts } from './transport/uws/apps.js'
 import { loadUws } from './transport/uws/native.js'
 import { EntryPoints } from './listeners.js'
 import { setNodeHeadLimit, setNodeTimeouts } from './transport/node/engine.js'
+import { shareTicketKeys } from './tls/tls-contexts.js'
 import { setAcmeTokens } from './tls/acme-challenge.js'
 import { cutExchanges } from './proxy/proxy.js'
 import { openSessions } from './proxy/tcp-proxy.js'
@@ -87,6 +88,7 @@ async function main (): Promise<void> {
   }
   clientTimeouts(data.config.timeouts)
   setNodeHeadLimit(data.config.limits.maxHeaderBytes) // fixed at start, as uWS's (loadUws)
+  shareTicketKeys(data.ticketKeys)
   // http/https (uWS, WebSocket), mTLS and tcp listeners (core/worker/listeners.ts)
   const entrypoints = new EntryPoints(uws, data, shm, handler, () => dp, log)
   setAcmeTokens(data.acme.tokens)

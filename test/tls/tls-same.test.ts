@@ -107,3 +107,26 @@ test('a client\'s renegotiation is refused on every kind of https entry point', 
     assert.match(err, /renegotiat|alert|closed/i, k.name)
   }
 })
+
+/** Whether `tries` new TLS 1.2 connections each resumed the session of a first one (tickets). */
+async function resumes (port: number, opts: tls.ConnectionOptions, tries: number): Promise<number> {
+  const connect = (session?: Buffer): Promise<{ session: Buffer | undefined, reused: boolean }> => new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...opts, ...TLS12, session }, () => {
+      const r = { session: s.getSession(), reused: s.isSessionReused() }
+      s.end()
+      resolve(r)
+    })
+    s.on('error', reject)
+  })
+  const first = await connect()
+  let reused = 0
+  for (let i = 0; i < tries; i++) if ((await connect(first.session)).reused) reused++
+  return reused
+}
+
+// uWS's apps each have their own ticket keys and take none (docs/tls-ws-tcp.md): about 1 in `workers` resumes there
+test('a TLS session resumes whichever worker serves the next connection (node:tls: ticket keys shared by the workers)', async () => {
+  for (const k of kinds.filter((x) => x.name !== 'uWS')) {
+    assert.equal(await resumes(k.port, k.opts, 12), 12, k.name)
+  }
+})

@@ -14,11 +14,17 @@ import tls from 'node:tls'
 import { TLS13_SUITES, type TlsConf } from '../../config/tls.js'
 
 export interface Contexts {
-  readonly main: tls.SecureContextOptions
+  readonly main: tls.SecureContextOptions & { ticketKeys?: Buffer }
   /** exact host → context, and "*.domain" wildcards under their domain suffix ".domain" */
   readonly exact: Map<string, tls.SecureContext>
   readonly wildcard: Map<string, tls.SecureContext>
 }
+
+/** Session ticket keys shared by every worker (WorkerData.ticketKeys); undefined: node:tls makes its own per server. */
+let ticketKeys: Buffer | undefined
+
+/** Encrypts node:tls session tickets with these keys (48 bytes) in contexts loaded from now on. */
+export function shareTicketKeys (keys: Uint8Array): void { ticketKeys = Buffer.from(keys) }
 
 /** The key-exchange groups uWS's BoringSSL offers, in its order. */
 const GROUPS = 'X25519:P-256:P-384'
@@ -34,7 +40,8 @@ export function loadContexts (conf: TlsConf): Contexts {
     ecdhCurve: GROUPS,
     secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
   }
-  const main = { ...common, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
+  // ticketKeys in `main` too: setSecureContext (new certificates) would otherwise give the server new random keys
+  const main = { ...common, ticketKeys, cert: readFileSync(conf.cert), key: readFileSync(conf.key) }
   tls.createSecureContext(main) // validates now, so a bad file is reported here rather than at the next handshake
   const exact = new Map<string, tls.SecureContext>()
   const wildcard = new Map<string, tls.SecureContext>()
