@@ -10,7 +10,7 @@ import http2 from 'node:http2'
 import net from 'node:net'
 import { after, before, test } from 'node:test'
 import { type Backend, type Lb, startBackend, startLb, waitFor } from '../helpers.js'
-import { E, PREFACE, T, type Frame, data, headers, parseFrames, ping, settings } from '../fuzz/lib/h2-frames.js'
+import { E, PREFACE, T, type Frame, data, headers, parseFrames, ping, rstStream, settings } from '../fuzz/lib/h2-frames.js'
 import { h2Session } from '../fuzz/lib/h2-session.js'
 import { headerBlock, hpackString, literal } from '../fuzz/lib/hpack.js'
 
@@ -165,4 +165,18 @@ test('a client that keeps sending malformed heads is closed once past maxSession
   const logged = await waitFor(() => lb.log().split('\n').find((l) => l.includes('HTTP/2 session closed') && l.includes('"code":"ERR_HTTP2_TOO_MANY_INVALID_FRAMES"')), 'the log line')
   assert.match(logged, /"client":"127\.0\.0\.1"/)
   await othersServed('invalid-frames')
+})
+
+test('rapid reset from a raw client that keeps reading: lb closes the connection itself and logs the address', async () => {
+  // 1,500 streams, each a head at once reset by the client (CVE-2023-44487), in one write; the client reads on,
+  // so only lb can end the connection (nghttp2's GOAWAY alone leaves it open on Node 20)
+  const frames = Array.from({ length: 1500 }, (_, i) => [headers(2 * i + 1, request(`/rr-${i}`), { endStream: true }), rstStream(2 * i + 1, E.CANCEL)]).flat()
+  const r = await h2Session({ port, tls: false, bytes: Buffer.concat([settings([]), ...frames]), end: false, await: [], timeoutMs: 10_000, closeWaitMs: 5_000 })
+  assert.ok(r.closed, 'the connection is closed')
+  // lb's ENHANCE_YOUR_CALM; on Node 22 node:http2 may close first, with its INTERNAL_ERROR
+  assert.ok(r.goaway !== null && (r.goaway.code === E.ENHANCE_YOUR_CALM || r.goaway.code === E.INTERNAL_ERROR), `GOAWAY ${r.goaway?.code}`)
+  assert.ok(heads.filter((h) => h.startsWith('/rr-')).length <= 1000, 'at most the burst reached the backend')
+  const logged = await waitFor(() => lb.log().split('\n').find((l) => l.includes('HTTP/2 session closed') && l.includes('"code":"RAPID_RESET"')), 'the log line')
+  assert.match(logged, /"client":"127\.0\.0\.1"/)
+  await othersServed('rapid-reset')
 })

@@ -50,7 +50,7 @@ check = false
     { name: 'uWS', port: await lb.portOf('uws'), opts: {} },
     { name: 'node:tls terminator (h2 offered)', port: await lb.portOf('h2'), opts: { ALPNProtocols: ['h2'] } },
     { name: 'node:tls terminator (mTLS)', port: await lb.portOf('mtls'), opts: me },
-    { name: 'node:https (engine = "node")', port: await lb.portOf('node'), opts: {} },
+    { name: 'node:https (engine = "node")', port: await lb.portOf('node'), opts: {} }
   )
 })
 

@@ -22,8 +22,9 @@ import { ClientState } from '../client-state.js'
 import { Ctx } from '../../request/context.js'
 import type { RequestHandler } from '../listen-options.js'
 import { readHeader } from '../request-read.js'
+import { RESET_BURST, RESET_RATE, clientReset, watchResets } from './rapid-reset.js'
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL } = http2.constants
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants
 const END_STREAM = 0x1
 const NO_BODY = new ArrayBuffer(0)
 
@@ -64,7 +65,12 @@ class H2Client extends ClientState implements ClientResponse {
   constructor (stream: http2.ServerHttp2Stream, ctx: Ctx, ended: boolean) {
     super(ctx.method === 'HEAD', false, false, null)
     this.#stream = stream
-    stream.on('close', () => this.gone())
+    const session = stream.session // by 'close', node:http2 has taken it off the stream
+    stream.on('close', () => {
+      // reset by the client before it had its answer: counted against rapid reset (rapid-reset.ts)
+      if (!this.ended && stream.rstCode !== NGHTTP2_NO_ERROR) clientReset(session)
+      this.gone()
+    })
     stream.on('error', () => { /* a reset or a session error: 'close' follows */ })
     this.#requestDone = ended
     // A request without a body is left unread. Read to its end, node:http2 destroys the stream the moment its
@@ -236,8 +242,8 @@ export function h2Server (o: H2Options): http2.Http2Server {
     // rapid reset (CVE-2023-44487): nghttp2 refills 33 RST_STREAM tokens a second up to a burst of 1000 and
     // ends the session (GOAWAY) past them. A browser cancelling navigations or a gRPC client cancelling calls
     // stays far below; opening and resetting streams in a loop does not. (nghttp2's own values, set on purpose.)
-    streamResetBurst: 1000,
-    streamResetRate: 33,
+    streamResetBurst: RESET_BURST,
+    streamResetRate: RESET_RATE,
     // PINGs and SETTINGS lb itself has outstanding (it sends none but the first SETTINGS); flood ACKs a client
     // makes lb queue are bounded by nghttp2's max outbound ACK (1000), past which the session ends
     maxOutstandingPings: 10,
@@ -249,8 +255,17 @@ export function h2Server (o: H2Options): http2.Http2Server {
     // reads who and why, once per connection (at info, as nginx logs a client's protocol errors)
     // (the address is read now: by the error, the socket is gone)
     const client = session.socket?.remoteAddress ?? ''
-    session.on('error', (e: Error & { code?: string }) => {
-      o.log.info('HTTP/2 session closed: the client broke a protocol bound', { entrypoint: o.entrypoint, client: canonicalIp(client), code: e.code ?? '', reason: e.message })
+    const closed = (code: string, reason: string): void => {
+      o.log.info('HTTP/2 session closed: the client broke a protocol bound', { entrypoint: o.entrypoint, client: canonicalIp(client), code, reason })
+    }
+    let rapid = false
+    session.on('error', (e: Error & { code?: string }) => { if (!rapid) closed(e.code ?? '', e.message) })
+    watchResets(session, () => {
+      rapid = true
+      closed('RAPID_RESET', `${RESET_BURST} streams reset by the client at once (rapid reset, CVE-2023-44487)`)
+      // GOAWAY ENHANCE_YOUR_CALM, then the close (without an error, destroy's code falls back to NO_ERROR); not
+      // from inside the stream's 'close', which node:http2 may emit within nghttp2's callback (an abort there)
+      setImmediate(() => { if (!session.destroyed) session.destroy(new Error('rapid reset'), NGHTTP2_ENHANCE_YOUR_CALM) })
     })
     // idle: no frame either way (node:http2 resets the timer on every read and write)
     session.setTimeout(c.idleTimeoutMs, () => { session.close(); session.destroy() })
