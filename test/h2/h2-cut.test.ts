@@ -31,7 +31,8 @@ function cutting1 (): Promise<http.Server> {
 /** An h2c server that sends SENT bytes of a body, then destroys its session (socket closed, no END_STREAM). */
 function cutting2 (): Promise<http2.Http2Server> {
   const server = http2.createServer()
-  server.on('stream', (stream) => {
+  server.on('stream', (stream, h) => {
+    if (h[':path'] === '/h2-early') { stream.session?.destroy(); return } // closed before any answer
     stream.respond({ ':status': 200 })
     stream.write(Buffer.alloc(SENT, 98))
     setTimeout(() => stream.session?.destroy(), 100)
@@ -137,6 +138,14 @@ for (const [name, path] of [['chunked', '/'], ['Content-Length', '/cl'], ['HTTP/
     }
   })
 }
+
+test('an h2c server that closes before answering: the h2 client gets 502, not an empty 200', async () => {
+  for (const url of [`https://localhost:${h2s}`, `http://127.0.0.1:${h2c}`]) {
+    const o = await h2get(url, '/h2-early')
+    assert.equal(o.status, 502, url)
+    assert.equal(o.ended, true, `${url}: lb's own answer is whole`)
+  }
+})
 
 test('curl over h2 sees the cut (exit 92), as over HTTP/1.1 (exit 18)', async (t) => {
   if (requireTool(t, 'curl', 'curl') === null) return

@@ -156,11 +156,14 @@ export class H2Exchange extends ServerTries {
     }
     up.on('end', () => {
       if (this.#done) return
-      // a session that closed mid-response (the server's socket closed) ends its streams' reads too, without
-      // END_STREAM: such a stream was reset (CANCEL), and what came is not the whole response
-      if (up.rstCode !== H2_NO_ERROR && client.started) {
-        this.tryFailed(false)
-        cut()
+      // a session that closed (the server's socket closed) ends its streams' reads too, without END_STREAM:
+      // such a stream was reset (CANCEL), and what came, if anything, is not the whole response
+      if (up.rstCode !== H2_NO_ERROR) {
+        if (!client.started) this.#fail('LB_ERR_UPSTREAM_RESET', [])
+        else {
+          this.tryFailed(false)
+          cut()
+        }
         return
       }
       end()
