@@ -34,7 +34,7 @@
 //
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0), compared with (a - b) | 0 as HAProxy does.
 
-export const LAYOUT_VERSION = 14
+export const LAYOUT_VERSION = 15
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -74,7 +74,13 @@ export const H_CAP_ROUTERS = 12
 export const H_CLUSTER_SETS = 13 // sets of the cluster rate table (0 = no [cluster]), written by createShm
 export const H_REVOKE_SETS = 14 // sets of the revocation table (limits.session_revocations ÷ REVOKE_WAYS), written by createShm
 export const H_BUDGET_SETS = 15 // sets of the budget table of consumers without a key (0 = none have limits), written by createShm
-export const HEADER_WORDS = 16
+// + ep * EC_WORDS: client connections per entry point (its index in the config), written only as one opens or closes
+// (core/worker/connections.ts): `show stat` FRONTEND scur and smax, exact across workers
+export const H_EP_CONNS = 16
+export const EC_OPEN = 0 // open now, all workers (Atomics +1/-1; summed over the entry points: H_CONN_ACTIVE)
+export const EC_PEAK = 1 // the most EC_OPEN was as a connection within global.max_connections opened (Atomics CAS)
+export const EC_WORDS = 2
+export const HEADER_WORDS = H_EP_CONNS + MAX_ENTRYPOINTS * EC_WORDS // 48
 
 // per-server words (i32), at SERVERS_BASE + slot * SRV_WORDS. Read on every
 // pick but written rarely (health, runtime commands), so the line stays cached
@@ -259,7 +265,13 @@ export const G_CONN_OPEN = 15
 // they left) and spans the collector accepted
 export const G_TRACE_DROPPED = 16
 export const G_TRACE_EXPORTED = 17
-export const GLOBAL_COUNTERS = 18
+// + ep * EP_COUNTERS: this worker's counters of each entry point (with H_EP_CONNS: FRONTEND stot, conn_tot, rate, hrsp_*)
+export const G_EP = 18
+export const EP_ACCEPTS = 0 // client connections accepted, refused ones included (summed over the entry points: G_ACCEPTS)
+export const EP_OPEN = 1 // gauge: this worker's share of EC_OPEN, taken off it when the worker dies (clearGauges)
+export const EP_GRPC_1XX = 2 // ..+4: gRPC calls by the class of the HTTP status lb counts (their request-row cells hold the grpc-status)
+export const EP_COUNTERS = 7
+export const GLOBAL_COUNTERS = G_EP + MAX_ENTRYPOINTS * EP_COUNTERS // 130
 
 /** A status's class as an offset from G_RESP_1XX or C_RESP_1XX: 0 (1xx) to 4 (5xx); codes outside 100-599 count in the nearest class. */
 export function statusClass (status: number): number {

@@ -3,7 +3,7 @@
 // calling worker's own stripe; the read side sums stripes at scrape time.
 import {
   type Shm, C_CT_SUM, C_RT_SUM, C_TIMED, C_TT_SUM, GLOBAL_COUNTERS, SRV_COUNTERS, TIME_SAMPLES, G_AUTH_REFUSED, G_RATE_LIMITED, MAX_ENTRYPOINTS, MAX_ROUTERS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES, REQ_METHODS, REQ_ROW,
-  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM, G_BYTES_OUT,
+  REQ_ROWS_BASE, STRIPE_WORDS, TIME_BLOCK, TIME_BLOCKS_BASE, TIME_BUCKETS_S, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM, G_BYTES_OUT, EP_COUNTERS, EP_GRPC_1XX, G_EP, statusClass,
 } from './layout.js'
 
 const NC = REQ_CODES.length
@@ -44,7 +44,8 @@ export const routerRow = (slot: number): number => MAX_ENTRYPOINTS + slot
  * router row (routerSlot -1 = unrouted), duration bucket and sum, bytes; and
  * middleware refusals (a 429 or 401/403 a middleware answered itself).
  * `grpcStatus` >= 0: a gRPC call, counted in the row's gRPC cells by that
- * status (above 16: as 2 UNKNOWN); -1 (every HTTP/1.1 request): by method and code.
+ * status (above 16: as 2 UNKNOWN), and by the class of `status` in the entry
+ * point's EP_GRPC_1XX counters; -1 (every HTTP/1.1 request): by method and code.
  */
 export function recordRequest (f64: Float64Array, stripeBase: number, ep: number, routerSlot: number, method: string,
   status: number, grpcStatus: number, ms: number, bytesIn: number, bytesOut: number, byMiddleware: boolean): void {
@@ -53,7 +54,9 @@ export function recordRequest (f64: Float64Array, stripeBase: number, ep: number
   while (bucket < BUCKETS_MS.length && ms > BUCKETS_MS[bucket]!) bucket++
   const secs = ms / 1000
   if (ep >= 0 && ep < MAX_ENTRYPOINTS) {
-    f64[stripeBase + REQ_ROWS_BASE + epRow(ep) * REQ_ROW + cell]! += 1
+    const row = stripeBase + REQ_ROWS_BASE + epRow(ep) * REQ_ROW
+    f64[row + cell]! += 1
+    if (grpcStatus >= 0) f64[stripeBase + G_EP + ep * EP_COUNTERS + EP_GRPC_1XX + statusClass(status)]! += 1
     const t = stripeBase + TIME_BLOCKS_BASE + epRow(ep) * TIME_BLOCK
     f64[t + bucket]! += 1
     f64[t + T_SUM]! += secs
@@ -80,6 +83,26 @@ export function sumRequestRow (shm: Shm, row: number): Float64Array {
   for (let w = 0; w <= shm.workers; w++) {
     const b = w * STRIPE_WORDS + REQ_ROWS_BASE + row * REQ_ROW
     for (let i = 0; i < REQ_ROW; i++) out[i]! += shm.f64[b + i]!
+  }
+  return out
+}
+
+/** REQ_CODES index → HAProxy's response class: 0 (1xx) to 4 (5xx), 5 (hrsp_other: a status outside 100-599) */
+const CODE_CLASS = REQ_CODES.map((c) => c === 'other' ? 5 : Number(c[0]) - 1)
+
+/**
+ * Entry point `ep`'s responses by class, summed over stripes: hrsp_1xx..hrsp_5xx,
+ * hrsp_other of its `show stat` FRONTEND row. Read from its request row, so the
+ * request path counts nothing more for it (but a gRPC call's class, EP_GRPC_1XX).
+ */
+export function responseClasses (shm: Shm, ep: number): number[] {
+  const row = sumRequestRow(shm, epRow(ep))
+  const out = [0, 0, 0, 0, 0, 0]
+  for (let m = 0; m < REQ_METHODS.length; m++) {
+    for (let c = 0; c < NC; c++) out[CODE_CLASS[c]!]! += row[m * NC + c]!
+  }
+  for (let w = 0; w <= shm.workers; w++) {
+    for (let k = 0; k < 5; k++) out[k]! += shm.f64[w * STRIPE_WORDS + G_EP + ep * EP_COUNTERS + EP_GRPC_1XX + k]!
   }
   return out
 }

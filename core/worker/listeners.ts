@@ -62,8 +62,8 @@ export class EntryPoints {
   readonly #handler: RequestHandler
   readonly #dp: () => DataPlane
   readonly #log: Logger
-  /** this worker's client connections, every entry point's (global.max_connections) */
-  readonly #conns: Connections
+  /** global.max_connections: the cap every entry point's Connections holds together */
+  readonly #maxConns: number
   /** what unlisten() closes, by entry point name */
   readonly #open = new Map<string, Listener>()
   /** fingerprint of the TLS files each https entry point serves now */
@@ -90,11 +90,11 @@ export class EntryPoints {
     this.#handler = handler
     this.#dp = dp
     this.#log = log
-    this.#conns = new Connections(shm, data.index, data.config.global.maxConnections)
+    this.#maxConns = data.config.global.maxConnections
     this.#acme = data.acme.certs
     this.#alpn = data.acme.alpn
     this.#term = new Terminated({
-      uws, worker: data.index, workers: data.workers, stateDir: data.config.global.stateDir, shm, handler, conns: this.#conns, log,
+      uws, worker: data.index, workers: data.workers, stateDir: data.config.global.stateDir, shm, handler, conns: (ep) => this.#conns(ep), log,
       sent: (ep) => this.#sent(ep), clientMs: () => dp().conf.timeouts.clientMs, prints: this.#prints, acmeKeys: this.#acmeKeys,
     }, tlsChallengeEntrypoints(data.config.certificatesResolvers))
   }
@@ -107,6 +107,11 @@ export class EntryPoints {
   /** The counter of bytes sent beyond bodies to the clients of entry point number `ep` (its row in this worker's stripe). */
   #sent (ep: number): SentBytes {
     return new SentBytes(this.#shm, this.#worker, ep)
+  }
+
+  /** The counter of this worker's client connections on entry point number `ep` (its FRONTEND's; global.max_connections). */
+  #conns (ep: number): Connections {
+    return new Connections(this.#shm, this.#worker, ep, this.#maxConns)
   }
 
   /** Internal listeners, the terminators' certificates, then the public listeners. Throws LB_ERR_LISTEN or LB_ERR_TLS. */
@@ -152,11 +157,12 @@ export class EntryPoints {
   async #listenOne (ep: EntryPointConf): Promise<Listener | null> {
     const address = `${ep.host}:${ep.port}`
     const failed = (): never => { throw lbError('LB_ERR_LISTEN', { address, entrypoint: ep.name }) }
+    const index = this.#eps.indexOf(ep)
     if (!this.#isWeb(ep)) {
       if (this.#worker !== 0) return null
       const l = ep.protocol === 'tcp'
-        ? new TcpListener(ep, this.#dp, this.#conns)
-        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns, () => this.#dp().conf.timeouts.clientMs, this.#log) : this.#term.terminator(ep.name)!
+        ? new TcpListener(ep, this.#dp, this.#conns(index))
+        : ep.protocol === 'h2c' ? new H2cListener(ep, this.#handler, this.#conns(index), () => this.#dp().conf.timeouts.clientMs, this.#log) : this.#term.terminator(ep.name)!
       if (!(await l.listen())) failed()
       return l
     }
@@ -176,7 +182,7 @@ export class EntryPoints {
     try {
       if (ep.engine === 'node') {
         const node = await listenNode(ep.host, ep.port, this.#handler,
-          { entrypoint: ep.name, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
+          { entrypoint: ep.name, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns(index), sent: this.#sent(index) })
         if (node !== null) {
           node.setChallenges(this.#alpn)
           this.#nodes.set(ep.name, node)
@@ -184,7 +190,7 @@ export class EntryPoints {
         l = node
       } else {
         l = await listenHttp(this.#uws, ep.host, ep.port, ep.name, ep.protocol === 'https' ? 'https' : 'http', this.#handler,
-          { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns, sent: this.#sent(this.#eps.indexOf(ep)) })
+          { ...PLAIN, tls, wsMaxMessage: ep.wsMaxMessage, conns: this.#conns(index), sent: this.#sent(index) })
       }
     } catch (err) {
       throw tlsError(ep, err) // uWS: "App construction failed"

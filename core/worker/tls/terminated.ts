@@ -34,7 +34,8 @@ export interface TerminatedHost {
   readonly stateDir: string
   readonly shm: Shm
   readonly handler: RequestHandler
-  readonly conns: Connections
+  /** the counter of the client connections of entry point number `ep` */
+  conns (ep: number): Connections
   readonly log: Logger
   /** the counter of bytes sent to the clients of entry point number `ep` */
   sent (ep: number): SentBytes
@@ -88,7 +89,7 @@ export class Terminated {
   async #adopter (ep: EntryPointConf, i: number, acme: readonly AcmeCert[]): Promise<Listener> {
     const h = this.#host
     const l = await listenHttp(h.uws, '', 0, ep.name, 'https', h.handler,
-      { ...PLAIN, tls: withAcme(ep, acme), adoptOnly: true, wsMaxMessage: ep.wsMaxMessage, conns: h.conns, sent: h.sent(i) })
+      { ...PLAIN, tls: withAcme(ep, acme), adoptOnly: true, wsMaxMessage: ep.wsMaxMessage, conns: h.conns(i), sent: h.sent(i) })
     return l!
   }
 
@@ -123,7 +124,7 @@ export class Terminated {
       const path = this.socketPath(i, h.worker)
       if (path.length > UNIX_PATH_MAX) throw lbError('LB_ERR_LISTEN', { address: `unix:${path} (longer than ${UNIX_PATH_MAX} bytes: shorten global.state_dir)`, entrypoint: ep.name })
       rmSync(path, { force: true }) // left by a previous run of this worker
-      const l = await listenHttp(h.uws, '', 0, ep.name, 'https', h.handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage, conns: h.conns, sent: h.sent(i) })
+      const l = await listenHttp(h.uws, '', 0, ep.name, 'https', h.handler, { ...PLAIN, unixPath: path, proxied: true, wsMaxMessage: ep.wsMaxMessage, conns: h.conns(i), sent: h.sent(i) })
       if (l === null) throw lbError('LB_ERR_LISTEN', { address: `unix:${path}`, entrypoint: ep.name })
       // whoever can connect here skips the client-certificate check and names its own client address
       // (PROXY header): owner only, whatever the umask
@@ -132,7 +133,7 @@ export class Terminated {
       if (h.worker !== 0) continue
       try {
         h.prints.set(ep.name, tlsFingerprint(ep.tls!))
-        const h2 = ep.http2.enabled ? { handler: h.handler, conns: h.conns, log: h.log } : null
+        const h2 = ep.http2.enabled ? { handler: h.handler, conns: h.conns(i), log: h.log } : null
         const give = sender !== null && this.handsOff(ep) ? (fd: number) => sender.give(i, fd) : null
         const t = new TlsTerminator(ep, withAcme(ep, acme), h.workers, (w) => this.socketPath(i, w), () => h.clientMs(), h2, give)
         t.setChallenges(alpn)
