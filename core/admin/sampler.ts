@@ -1,19 +1,21 @@
 // The control plane's once-a-second look at the shared-memory counters: the
 // per-second rates and their peaks that HAProxy keeps (rate, rate_max,
 // req_rate, req_rate_max, ConnRate, MaxConnRate, BytesOutRate), what HAProxy
-// derives from state over time (smax, lastsess, downtime) and a history of
-// the last HISTORY_SECONDS seconds for the dashboard page, so a page opened
+// derives from state over time (smax of servers and backends, lastsess,
+// downtime) and a history of the last HISTORY_SECONDS seconds for the
+// dashboard page, so a page opened
 // during an incident shows what led to it. Nothing here runs per request: the
 // data plane only adds to its counters, this reads them.
 //
 // Resolution is one second: a rate is the count of the last whole second (as
-// HAProxy's freq_ctr over one period), smax is the peak of the in-flight count
-// seen at the samples, and lastsess/downtime have one-second granularity.
+// HAProxy's freq_ctr over one period), a server's or backend's smax is the peak
+// of the in-flight count seen at the samples (a FRONTEND's is exact: shared
+// memory keeps it), and lastsess/downtime have one-second granularity.
 import {
-  C_CONN_ERR, C_INFLIGHT, C_RESP_1XX, C_RESP_ERR, C_SELECTED, G_ACCEPTS, G_BYTES_OUT, G_REQUESTS, G_RESP_1XX, H_CONN_ACTIVE,
+  C_CONN_ERR, C_INFLIGHT, C_RESP_1XX, C_RESP_ERR, C_SELECTED, EP_ACCEPTS, G_ACCEPTS, G_BYTES_OUT, G_REQUESTS, G_RESP_1XX, H_CONN_ACTIVE,
   T_SUM, TIME_BUCKETS_S,
 } from '../shm/layout.js'
-import { sumGlobal, sumServer } from '../shm/counters.js'
+import { sumEntryPoint, sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, sumTimeBlock } from '../shm/request-stats.js'
 import type { AdminCore } from './core.js'
 import { serverView } from './server-view.js'
@@ -49,7 +51,8 @@ export interface ServerSample {
   downMs: number
 }
 
-export interface FrontendSample { readonly conn: Rate, readonly req: Rate, smax: number }
+/** an entry point's connections and requests per second */
+export interface FrontendSample { readonly conn: Rate, readonly req: Rate }
 
 export interface BackendSample { readonly rate: Rate, smax: number, lastSessAt: number, downMs: number, downs: number, wasUp: boolean }
 
@@ -150,13 +153,12 @@ export class Sampler {
     const conns = Atomics.load(shm.i32, H_CONN_ACTIVE)
     config.entrypoints.forEach((ep, i) => {
       let f = this.frontends.get(ep.name)
-      if (f === undefined) { f = { conn: new Rate(), req: new Rate(), smax: 0 }; this.frontends.set(ep.name, f) }
+      if (f === undefined) { f = { conn: new Rate(), req: new Rate() }; this.frontends.set(ep.name, f) }
       const block = sumTimeBlock(shm, epRow(i))
       let requests = 0
       for (let k = 0; k < T_SUM; k++) requests += block[k]!
       f.req.feed(requests, secs)
-      // connections are counted for the whole process, not per entry point: the first one carries them
-      if (i === 0) { f.conn.feed(sumGlobal(shm, G_ACCEPTS), secs); f.smax = Math.max(f.smax, conns) }
+      f.conn.feed(sumEntryPoint(shm, i, EP_ACCEPTS), secs)
     })
     let inflightAll = 0
     for (const svc of config.services) {

@@ -42,13 +42,17 @@ test('a dead worker is restarted and traffic continues', async (t) => {
 
 test('what a dead worker had in flight is not counted after it is gone', async (t) => {
   const web = await startBackend('web')
-  const a = await startAdminLb(crashConfig(web.address))
+  // web is the second FRONTEND: its row counts its own connections
+  const a = await startAdminLb(`[entrypoints.other]\naddress = "127.0.0.1:0"\n${crashConfig(web.address)}`)
   t.after(async () => { await a.lb.stop(); await web.close() })
   // the worker dies between the server's answer and the client's: one request in flight to b1
   await assert.rejects(request(`${a.lb.url}/crash-in-flight`), /socket hang up|ECONNRESET/)
   await a.lb.logMatching(/worker exited; restarting/)
   const scur = (await sock(a.sock, 'show stat web 4 -1')).split('\n')[1]!.split(',')[4]
   assert.equal(scur, '0', 'scur (requests in flight) of web/b1')
+  // the connection of that request closed with the worker
+  const fe = (await sock(a.sock, 'show stat web 1 -1')).split('\n')[1]!.split(',')
+  assert.deepEqual([fe[1], fe[4], fe[7]], ['FRONTEND', '0', '1'], 'svname, scur and stot of the web FRONTEND')
   const metrics = (await request(`${a.dash}/metrics`)).body
   assert.match(metrics, /^lb_requests_in_progress 0$/m)
   assert.match(metrics, /^lb_server_inflight_requests\{service="web@file",server="b1"\} 0$/m)

@@ -7,11 +7,11 @@ import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { ServiceConf } from '../../config/dynamic.js'
 import {
-  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_BYTES_IN, G_BYTES_OUT,
-  G_RESP_1XX, G_RESP_OTHER, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM,
+  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, EC_OPEN, EC_PEAK, EP_ACCEPTS, G_ACCEPTS, G_BYTES_IN,
+  G_BYTES_OUT, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM,
 } from '../../shm/layout.js'
-import { sumGlobal, sumServer } from '../../shm/counters.js'
-import { epRow, serverTimes, sumTimeBlock } from '../../shm/request-stats.js'
+import { epConnBase, sumEntryPoint, sumGlobal, sumServer } from '../../shm/counters.js'
+import { epRow, responseClasses, serverTimes, sumTimeBlock } from '../../shm/request-stats.js'
 import type { AdminContext } from '../context.js'
 import { RELEASE_DATE, VERSION } from '../context.js'
 import { serverView } from '../server-view.js'
@@ -86,16 +86,18 @@ export function showStat (ctx: AdminContext, f: StatFilter): string[] {
     // the duration buckets, +Inf included, count every request once
     const requests = row.subarray(0, T_SUM).reduce((n, x) => n + x, 0)
     const fs = ctx.sampler.frontends.get(ep.name)
-    // connections are counted for the process, not per entry point: the first entry point carries them
-    const sess: Row = i === 0 && fs !== undefined
-      ? { rate: fs.conn.cur, rate_lim: 0, rate_max: fs.conn.max, smax: fs.smax, conn_rate: fs.conn.cur, conn_rate_max: fs.conn.max, conn_tot: sumGlobal(shm, G_ACCEPTS) }
-      : {}
+    // lb makes one session per connection, as HAProxy: sessions and connections are the same counts
+    const accepts = sumEntryPoint(shm, i, EP_ACCEPTS)
+    const conn = fs?.conn
+    const h = responseClasses(shm, i)
     lines.push(csvLine({
-      pxname: ep.name, svname: 'FRONTEND', scur: i === 0 ? Atomics.load(shm.i32, H_CONN_ACTIVE) : '', slim: config.global.maxConnections,
-      stot: i === 0 ? sumGlobal(shm, G_ACCEPTS) : '', bin: row[T_HEAD_IN]! + row[T_BYTES_IN]!, bout: row[T_HEAD_OUT]! + row[T_BYTES_OUT]!, status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
-      ...sess, req_rate: fs?.req.cur ?? 0, req_rate_max: fs?.req.max ?? 0,
+      pxname: ep.name, svname: 'FRONTEND', scur: Atomics.load(shm.i32, epConnBase(i) + EC_OPEN), smax: Atomics.load(shm.i32, epConnBase(i) + EC_PEAK),
+      slim: config.global.maxConnections, stot: accepts, bin: row[T_HEAD_IN]! + row[T_BYTES_IN]!, bout: row[T_HEAD_OUT]! + row[T_BYTES_OUT]!,
+      status: 'OPEN', pid: 1, iid, sid: 0, type: 0,
+      rate: conn?.cur ?? 0, rate_lim: 0, rate_max: conn?.max ?? 0, conn_rate: conn?.cur ?? 0, conn_rate_max: conn?.max ?? 0, conn_tot: accepts,
+      req_rate: fs?.req.cur ?? 0, req_rate_max: fs?.req.max ?? 0,
+      hrsp_1xx: h[0]!, hrsp_2xx: h[1]!, hrsp_3xx: h[2]!, hrsp_4xx: h[3]!, hrsp_5xx: h[4]!, hrsp_other: h[5]!,
       req_tot: requests, mode: 'http', proto: 'http',
-      ...(config.entrypoints.length === 1 ? classTotals(ctx) : {}),
     }))
   })
   config.services.forEach((svc, si) => {
@@ -162,11 +164,6 @@ const avg = (sum: number, n: number): number => (n === 0 ? 0 : Math.round(sum / 
 /** HAProxy's lastsess: seconds since `at` (ms epoch), -1 for never. */
 function since (at: number): number {
   return at === 0 ? -1 : Math.max(0, Math.floor((Date.now() - at) / 1000))
-}
-
-function classTotals (ctx: AdminContext): Row {
-  const g = (id: number): number => sumGlobal(ctx.shm, id)
-  return { hrsp_1xx: g(G_RESP_1XX), hrsp_2xx: g(G_RESP_1XX + 1), hrsp_3xx: g(G_RESP_1XX + 2), hrsp_4xx: g(G_RESP_1XX + 3), hrsp_5xx: g(G_RESP_1XX + 4), hrsp_other: g(G_RESP_OTHER) }
 }
 
 function uptime (sec: number): string {
