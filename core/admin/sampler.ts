@@ -1,11 +1,11 @@
 // The control plane's once-a-second look at the shared-memory counters: the
 // per-second rates and their peaks that HAProxy keeps (rate, rate_max,
-// req_rate, req_rate_max, ConnRate, MaxConnRate, BytesOutRate), what HAProxy
-// derives from state over time (smax of servers and backends, lastsess,
-// downtime) and a history of the last HISTORY_SECONDS seconds for the
-// dashboard page, so a page opened
-// during an incident shows what led to it. Nothing here runs per request: the
-// data plane only adds to its counters, this reads them.
+// req_rate, req_rate_max, ConnRate, MaxConnRate, SslRate, MaxSslRate,
+// BytesOutRate), what HAProxy derives from state over time (smax of servers
+// and backends, lastsess, downtime) and a history of the last
+// HISTORY_SECONDS seconds for the dashboard page, so a page opened during an
+// incident shows what led to it. Nothing here runs per request: the data
+// plane only adds to its counters, this reads them.
 //
 // Resolution is one second: a rate is the count of the last whole second (as
 // HAProxy's freq_ctr over one period), a server's or backend's smax is the peak
@@ -101,6 +101,8 @@ export class Sampler {
   readonly backends = new Map<string, BackendSample>()
   readonly frontends = new Map<string, FrontendSample>()
   readonly conn = new Rate()
+  /** connections on the https entry points (HAProxy's SslRate: its TLS listeners' accepts) */
+  readonly ssl = new Rate()
   readonly req = new Rate()
   readonly bytesOut = new Rate()
   readonly #class = [new Rate(), new Rate(), new Rate(), new Rate(), new Rate()]
@@ -151,6 +153,7 @@ export class Sampler {
     }
     this.#cpu = cpu
     const conns = Atomics.load(shm.i32, H_CONN_ACTIVE)
+    let sslAccepts = 0
     config.entrypoints.forEach((ep, i) => {
       let f = this.frontends.get(ep.name)
       if (f === undefined) { f = { conn: new Rate(), req: new Rate() }; this.frontends.set(ep.name, f) }
@@ -158,8 +161,11 @@ export class Sampler {
       let requests = 0
       for (let k = 0; k < T_SUM; k++) requests += block[k]!
       f.req.feed(requests, secs)
-      f.conn.feed(sumEntryPoint(shm, i, EP_ACCEPTS), secs)
+      const accepts = sumEntryPoint(shm, i, EP_ACCEPTS)
+      f.conn.feed(accepts, secs)
+      if (ep.tls !== null) sslAccepts += accepts
     })
+    this.ssl.feed(sslAccepts, secs)
     let inflightAll = 0
     for (const svc of config.services) {
       if (svc.kind !== 'proxy') continue

@@ -252,7 +252,7 @@ export const G_REQUESTS = 0 // client requests (stub_status "requests")
 export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
 export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
 export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
-export const G_BYTES_IN = 4
+// 4: spare (request bodies until layout 15; show info TotalBytesIn sums the entry points' time blocks)
 export const G_BYTES_OUT = 5 // response bodies, heads and chunk framing written to clients (show info TotalBytesOut)
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11

@@ -9,7 +9,7 @@ import { type ApiShape, apiOfPath, shapeAnswer } from '../api-errors.js'
 import { type ErrorCode, ERRORS, formatError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { now } from '../clock.js'
-import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_IN, G_BYTES_OUT, statusClass } from '../shm/layout.js'
+import { type Shm, G_REQUESTS, G_RESP_1XX, G_WRITING, G_BYTES_OUT, statusClass } from '../shm/layout.js'
 import type { Stripe } from '../shm/counters.js'
 import { recordHeadIn, recordRequest, recordSent } from '../shm/request-stats.js'
 import { HANDLED, type Hooks } from '../plugin.js'
@@ -322,7 +322,6 @@ export class DataPlane implements ExchangeHost, FilterHost {
     }
     const s = this.stripe
     s.add(G_WRITING, -1)
-    s.add(G_BYTES_IN, ctx.bytesIn)
     s.add(G_BYTES_OUT, ctx.bytesOut)
     s.add(G_RESP_1XX + statusClass(ctx.status))
     const ms = performance.now() - ctx.t0

@@ -3,12 +3,15 @@
 // messages, show info/stat/sess/servers state, and server commands changing
 // live traffic on every worker, showing in the APIs and surviving a reload.
 import assert from 'node:assert/strict'
-import { statSync } from 'node:fs'
+import { rmSync, statSync } from 'node:fs'
 import http from 'node:http'
+import http2 from 'node:http2'
+import https from 'node:https'
 import net from 'node:net'
 import { test } from 'node:test'
-import { count, getMany, reloadApplied, simpleConfig, waitFor } from '../helpers.js'
+import { count, getMany, reloadApplied, request, simpleConfig, waitFor } from '../helpers.js'
 import { COMMANDS } from '../../core/admin/runtime/commands.js'
+import { makeCerts } from '../tls/certs.js'
 import { backends, golden, json, normalize, requireTool, send, sock, socat, startAdminLb } from './util.js'
 
 test('runtime socket: protocol, show commands and messages', async (t) => {
@@ -116,6 +119,128 @@ test('runtime socket: drain, maint and weight change live traffic, show in the A
   assert.deepEqual(count(await getMany(a.lb.url, 4)), { b2: 4 })
   assert.equal(await sock(a.sock, 'get weight web/s1'), '3 (initial 1)\n\n')
   assert.deepEqual(await adminState(), ['maint', 'ready'])
+})
+
+/** `show stat`'s FRONTEND rows, by entry point name. */
+async function frontends (path: string): Promise<Map<string, Record<string, string>>> {
+  const [head, ...rows] = (await sock(path, 'show stat')).trim().split('\n')
+  const cols = head!.slice(2).split(',')
+  const out = new Map<string, Record<string, string>>()
+  for (const r of rows.map((l) => l.split(',')).filter((r) => r[1] === 'FRONTEND')) out.set(r[0]!, Object.fromEntries(cols.map((c, i) => [c, r[i]!])))
+  return out
+}
+
+/** `show info` as name → value, and the names in order. */
+async function info (path: string): Promise<{ v: Record<string, string>, keys: string[] }> {
+  const lines = (await sock(path, 'show info')).trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)] as const)
+  return { v: Object.fromEntries(lines), keys: lines.map(([k]) => k) }
+}
+
+test('show stat: each FRONTEND counts its own connections and responses; show info: TotalBytesIn and the SSL fields', { timeout: 60_000 }, async (t) => {
+  const certs = makeCerts()
+  const [b1] = await backends(1)
+  const tlsFiles = `cert = "${certs.server.cert}"\nkey = "${certs.server.key}"`
+  // uWS http, node engine http, uWS https, https with http2 (worker 0's node:tls terminator, h2 sessions in worker 0)
+  const a = await startAdminLb(`[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[entrypoints.alt]
+address = "127.0.0.1:0"
+engine = "node"
+[entrypoints.tls]
+address = "127.0.0.1:0"
+protocol = "https"
+[entrypoints.tls.tls]
+${tlsFiles}
+[entrypoints.h2s]
+address = "127.0.0.1:0"
+protocol = "https"
+http2 = true
+[entrypoints.h2s.tls]
+${tlsFiles}
+[routers.app]
+rule = "PathPrefix(\`/app\`)"
+service = "web"
+[services.web]
+[[services.web.servers]]
+name = "s1"
+address = "${b1!.address}"
+check = false
+`)
+  t.after(async () => { await a.lb.stop(); await b1!.close(); rmSync(certs.dir, { recursive: true, force: true }) })
+  const [alt, tls, h2s] = [await a.lb.portOf('alt'), await a.lb.portOf('tls'), await a.lb.portOf('h2s')]
+  const httpsPost = (agent: https.Agent | false): Promise<number> => new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port: tls, path: '/app', method: 'POST', rejectUnauthorized: false, agent }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)) })
+    req.on('error', reject)
+    req.end('hello')
+  })
+  const h2get = (): Promise<number> => new Promise((resolve, reject) => {
+    const s = http2.connect(`https://127.0.0.1:${h2s}`, { rejectUnauthorized: false })
+    s.on('error', reject)
+    const req = s.request({ ':path': '/app' })
+    let status = 0
+    req.on('response', (h) => { status = Number(h[':status']) })
+    req.resume()
+    req.on('end', () => { s.close(); resolve(status) })
+  })
+  const NAMES = ['web', 'alt', 'tls', 'h2s']
+  const num = (m: Map<string, Record<string, string>>, ep: string, col: string): number => Number(m.get(ep)![col])
+  /** The FRONTEND rows once `done` holds of them (within `ms`). */
+  const until = async (done: (m: Map<string, Record<string, string>>) => boolean, what: string, ms?: number): Promise<Map<string, Record<string, string>>> => {
+    let m = await frontends(a.sock)
+    await waitFor(async () => {
+      m = await frontends(a.sock)
+      return done(m)
+    }, what, ms)
+    return m
+  }
+  const settled = (): Promise<Map<string, Record<string, string>>> => until((m) => NAMES.every((ep) => num(m, ep, 'scur') === 0), 'every connection closed')
+
+  const before = await settled()
+  // 4 connections to alt (3 answered 200, one 404), 5 https to tls with a body each, 2 h2 sessions to h2s; none to web
+  for (let i = 0; i < 3; i++) assert.equal((await request(`http://127.0.0.1:${alt}/app`)).status, 200)
+  assert.equal((await request(`http://127.0.0.1:${alt}/nope`)).status, 404)
+  for (let i = 0; i < 5; i++) assert.equal(await httpsPost(false), 200)
+  for (let i = 0; i < 2; i++) assert.equal(await h2get(), 200)
+  const after = await settled()
+  const delta = (ep: string, col: string): number => num(after, ep, col) - num(before, ep, col)
+  assert.deepEqual(NAMES.map((ep) => delta(ep, 'stot')), [0, 4, 5, 2], 'stot: each entry point its own connections')
+  assert.deepEqual(NAMES.map((ep) => delta(ep, 'conn_tot')), [0, 4, 5, 2], 'conn_tot')
+  // the responses of each: req_tot and hrsp_* (2xx, 4xx, other) agree
+  assert.deepEqual(NAMES.map((ep) => [delta(ep, 'req_tot'), delta(ep, 'hrsp_2xx'), delta(ep, 'hrsp_4xx'), after.get(ep)!.hrsp_other]),
+    [[0, 0, 0, '0'], [4, 3, 1, '0'], [5, 5, 0, '0'], [2, 2, 0, '0']], 'req_tot, hrsp_2xx, hrsp_4xx, hrsp_other')
+
+  // open connections: three kept alive on tls at once, then closed; smax keeps their peak
+  const agent = new https.Agent({ keepAlive: true, maxSockets: 3 })
+  await Promise.all([1, 2, 3].map(() => httpsPost(agent)))
+  const open = await until((m) => num(m, 'tls', 'scur') === 3, 'tls scur 3')
+  assert.deepEqual(NAMES.map((ep) => num(open, ep, 'scur')), [0, 0, 3, 0], 'scur')
+  // the peak of scur: 3 on tls, none on web; alt's and h2s's connections came one after the other (a client's
+  // next one may open before lb saw the previous close)
+  assert.deepEqual([num(open, 'web', 'smax'), num(open, 'tls', 'smax')], [0, 3], 'smax of web and tls')
+  assert.ok(num(open, 'alt', 'smax') >= 1 && num(open, 'h2s', 'smax') >= 1, `smax of alt ${num(open, 'alt', 'smax')}, h2s ${num(open, 'h2s', 'smax')}`)
+  const held = await info(a.sock)
+  assert.deepEqual([held.v.CurrConns, held.v.CurrSslConns], ['3', '3'], 'CurrConns, CurrSslConns: the https entry points\' open connections')
+  agent.destroy()
+  const closed = await settled()
+  assert.equal(num(closed, 'tls', 'smax'), 3)
+
+  // rates, read once a second: only the entry points that had connections show one
+  const r = await until((m) => num(m, 'tls', 'rate_max') >= 1, 'a tls connection rate', 5_000)
+  assert.deepEqual(NAMES.map((ep) => num(r, ep, 'rate_max') > 0), [false, true, true, true], 'rate_max')
+  assert.deepEqual(NAMES.map((ep) => num(r, ep, 'conn_rate_max') > 0), [false, true, true, true], 'conn_rate_max')
+
+  // show info: the FRONTENDs add up to the process's figures
+  const { v, keys } = await info(a.sock)
+  const sum = (col: string, eps = NAMES): number => eps.reduce((n, ep) => n + num(r, ep, col), 0)
+  assert.deepEqual([v.CumConns, v.CurrConns, v.TotalBytesIn, v.TotalBytesOut].map(Number), [sum('stot'), sum('scur'), sum('bin'), sum('bout')],
+    'CumConns, CurrConns, TotalBytesIn, TotalBytesOut: the FRONTENDs\' stot, scur, bin, bout')
+  // the SSL fields HAProxy 2.6 prints with OpenSSL, in its order: those of the client connections lb measures; the
+  // handshake and session-cache ones it has no measure of are left out
+  assert.deepEqual(keys.filter((k) => /Ssl/.test(k)),
+    ['MaxSslConns', 'CurrSslConns', 'CumSslConns', 'SslRate', 'SslRateLimit', 'MaxSslRate', 'SslBackendKeyRate', 'SslBackendMaxKeyRate'])
+  // MaxSslConns 0: no SSL-specific limit (HAProxy's maxsslconn unset); CumSslConns: the https FRONTENDs' stot
+  assert.deepEqual([v.MaxSslConns, v.CurrSslConns, v.CumSslConns, v.SslRateLimit], ['0', '0', String(sum('stot', ['tls', 'h2s'])), '0'], 'MaxSslConns, CurrSslConns, CumSslConns, SslRateLimit')
+  assert.ok(Number(v.MaxSslRate) >= 1 && Number(v.MaxSslRate) <= sum('rate_max', ['tls', 'h2s']), `MaxSslRate ${v.MaxSslRate}`)
 })
 
 /** `echo cmd | socat`: the client's input ends right after the command. */

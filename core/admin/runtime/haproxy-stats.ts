@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import type { ServiceConf } from '../../config/dynamic.js'
 import {
-  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, EC_OPEN, EC_PEAK, EP_ACCEPTS, G_ACCEPTS, G_BYTES_IN,
-  G_BYTES_OUT, G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM,
+  C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, EC_OPEN, EC_PEAK, EP_ACCEPTS, G_ACCEPTS, G_BYTES_OUT,
+  G_REQUESTS, G_WRITING, H_CONN_ACTIVE, T_BYTES_IN, T_BYTES_OUT, T_HEAD_IN, T_HEAD_OUT, T_SUM,
 } from '../../shm/layout.js'
 import { epConnBase, sumEntryPoint, sumGlobal, sumServer } from '../../shm/counters.js'
 import { epRow, responseClasses, serverTimes, sumTimeBlock } from '../../shm/request-stats.js'
@@ -188,8 +188,9 @@ function openFilesLimit (): number {
  * `show info` lines: HAProxy 2.6's fields in its order (its TotalSplicdedBytesOut
  * spelling included), each with lb's value of the same meaning. Fields lb has
  * no measure of are skipped, as HAProxy skips fields without a value, rather
- * than printed as a zero that is not true: the SSL counters when a TLS entry
- * point exists (connections are not counted per entry point), compression
+ * than printed as a zero that is not true: the TLS handshake and session-cache
+ * fields when an https entry point exists (key rates, session reuse, cache
+ * lookups and misses: uWS shows nothing of a handshake), compression
  * throughput and DNS failures. The README's surfaces section lists what each
  * value means in lb.
  */
@@ -203,15 +204,25 @@ export function showInfo (ctx: AdminContext): string[] {
   const listeners = c.entrypoints.length
   const inProgress = sumGlobal(shm, G_WRITING)
   const ulimit = openFilesLimit()
-  // with no TLS entry point there is no SSL connection: zero is then the truth
+  // the SSL connections are the client connections of the https entry points
+  let sslOpen = 0
+  let sslAccepts = 0
+  c.entrypoints.forEach((e, i) => {
+    if (e.tls === null) return
+    sslOpen += Atomics.load(shm.i32, epConnBase(i) + EC_OPEN)
+    sslAccepts += sumEntryPoint(shm, i, EP_ACCEPTS)
+  })
+  // MaxSslConns is HAProxy's maxsslconn, 0 for none: lb has no SSL-specific cap (global.max_connections holds)
+  const ssl: Array<[string, number]> = [['MaxSslConns', 0], ['CurrSslConns', sslOpen], ['CumSslConns', sslAccepts]]
+  // with no TLS entry point there is no handshake: zero is then the truth
   const noTls = c.entrypoints.every((e) => e.tls === null)
-  const ssl: Array<[string, number]> = noTls
-    ? [['MaxSslConns', 0], ['CurrSslConns', 0], ['CumSslConns', 0]]
-    : [['MaxSslConns', 0]]
-  const sslRates: Array<[string, number]> = noTls
-    ? [['SslRate', 0], ['SslRateLimit', 0], ['MaxSslRate', 0], ['SslFrontendKeyRate', 0], ['SslFrontendMaxKeyRate', 0],
-        ['SslFrontendSessionReuse_pct', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0], ['SslCacheLookups', 0], ['SslCacheMisses', 0]]
-    : [['SslRateLimit', 0], ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0]]
+  const handshakes = (f: Array<[string, number]>): Array<[string, number]> => noTls ? f : []
+  const sslRates: Array<[string, number]> = [
+    ['SslRate', sm.ssl.cur], ['SslRateLimit', 0], ['MaxSslRate', sm.ssl.max],
+    ...handshakes([['SslFrontendKeyRate', 0], ['SslFrontendMaxKeyRate', 0], ['SslFrontendSessionReuse_pct', 0]]),
+    ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0],
+    ...handshakes([['SslCacheLookups', 0], ['SslCacheMisses', 0]]),
+  ]
   const fields: Array<[string, string | number]> = [
     ['Name', 'lb'], ['Version', VERSION], ['Release_date', RELEASE_DATE], ['Nbthread', shm.workers], ['Nbproc', 1], ['Process_num', 1],
     ['Pid', process.pid], ['Uptime', uptime(up)], ['Uptime_sec', up],
@@ -234,10 +245,20 @@ export function showInfo (ctx: AdminContext): string[] {
     ['DebugCommandsIssued', 0], ['CumRecvLogs', 0], ['Build info', VERSION],
     ['Memmax_bytes', 0], ['PoolAlloc_bytes', mem.rss], ['PoolUsed_bytes', mem.heapUsed], ['Start_time_sec', Math.floor(ctx.startedAt / 1000)],
     ['Tainted', 0],
-    // later HAProxy versions' fields, and lb's own TotalBytesIn
-    ['TotalBytesIn', sumGlobal(shm, G_BYTES_IN)], ['CurrStreams', inProgress], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
+    // later HAProxy versions' fields, and lb's own TotalBytesIn: what the FRONTENDs' bin add up to
+    ['TotalBytesIn', bytesIn(ctx)], ['CurrStreams', inProgress], ['CumStreams', sumGlobal(shm, G_REQUESTS)], ['NbThreadGroups', 1],
   ]
   return fields.map(([k, v]) => `${k}: ${v}`)
+}
+
+/** Bytes received from clients: every entry point's request heads as received and bodies (FRONTEND bin). */
+function bytesIn (ctx: AdminContext): number {
+  let n = 0
+  for (let i = 0; i < ctx.config().entrypoints.length; i++) {
+    const row = sumTimeBlock(ctx.shm, epRow(i))
+    n += row[T_HEAD_IN]! + row[T_BYTES_IN]!
+  }
+  return n
 }
 
 export const SERVERS_STATE_HEADER = '# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight ' +
