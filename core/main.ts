@@ -11,6 +11,8 @@ import { formatHostPort } from './config/static.js'
 import { createLogger, type Logger } from './log.js'
 import { type Shm, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS, H_RELOAD_FAILS, CLUSTER_SETS_ON } from './shm/layout.js'
 import { createShm } from './shm/buffer.js'
+import { Stripe } from './shm/counters.js'
+import { countServerHandshakesIn } from './upstream/tls-handshakes.js'
 import { ModelSlots } from './shm/model-inflight.js'
 import { BudgetRecords } from './shm/budget-records.js'
 import { type Management, startManagement } from './admin/index.js'
@@ -80,6 +82,8 @@ export async function run (configPath: string): Promise<Running> {
   const sharedGen: SharedGen = { slots: new ModelSlots(shm.i32), budgets: BudgetRecords.of(shm) }
   const fits = (c: Config): string[] => capacityProblems(c, caps, limits, true)
   initFaults(shm, log)
+  // the control plane's TLS handshakes with servers (h2 health checks, model-server calls) count in its stripe, `workers`
+  countServerHandshakesIn(new Stripe(shm, shm.workers))
   // revoked sessions this node kept before a restart, in the table before any worker reads it
   const revocations = new RevocationHub(shm.i32, config.global.stateDir, log)
   revocations.load()

@@ -34,7 +34,7 @@
 //
 // Time in the Int32 region is a wrapping millisecond tick (Date.now() | 0), compared with (a - b) | 0 as HAProxy does.
 
-export const LAYOUT_VERSION = 15
+export const LAYOUT_VERSION = 16
 export const MAGIC = 0x4c42_5348 // "LBSH"
 
 /**
@@ -252,7 +252,7 @@ export const G_REQUESTS = 0 // client requests (stub_status "requests")
 export const G_ACCEPTS = 1 // client connections accepted, refused ones included (nginx "accepts")
 export const G_WRITING = 2 // gauge: requests being processed (stub_status "Writing")
 export const G_READING = 3 // gauge: requests whose body is being read (stub_status "Reading")
-// 4: spare (request bodies until layout 15; show info TotalBytesIn sums the entry points' time blocks)
+export const G_SSL_BACKEND_KEYS = 4 // full TLS handshakes (not resumed) done with servers (show info SslBackendKeyRate)
 export const G_BYTES_OUT = 5 // response bodies, heads and chunk framing written to clients (show info TotalBytesOut)
 export const G_RESP_1XX = 6 // ..G_RESP_5XX = 10, by status class
 export const G_RESP_OTHER = 11

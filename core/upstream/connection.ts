@@ -9,6 +9,7 @@ import { now } from '../clock.js'
 import type { Indexed } from '../indexed-set.js'
 import { type AtTurnEnd, atTurnEnd } from '../net/turn.js'
 import { ResponseParser, type ResponseSink } from './response-parser.js'
+import { onServerHandshake } from './tls-handshakes.js'
 
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024)
 
@@ -69,6 +70,7 @@ export class UpstreamConnection implements ResponseSink, AtTurnEnd, Indexed {
       // node:tls has no `onread`: its reads are Buffers of their own, handed on as the shared buffer's views are
       const s = tls.connect({ host, port, servername: net.isIP(host) === 0 ? host : undefined, ALPNProtocols: ['http/1.1'] })
       s.setNoDelay(true)
+      s.once('secureConnect', onServerHandshake)
       s.on('data', (d: Buffer) => { if (!this.#onRead(d.length, d)) s.pause() })
       this.socket = s
     } else {

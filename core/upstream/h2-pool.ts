@@ -11,6 +11,7 @@ import net from 'node:net'
 import tls from 'node:tls'
 import type { ServerConf } from '../config/dynamic.js'
 import type { UpstreamTlsConf } from '../config/upstream-tls.js'
+import { onServerHandshake } from './tls-handshakes.js'
 
 export const H2_CANCEL = http2.constants.NGHTTP2_CANCEL
 /** RST_STREAM NO_ERROR, and a stream's rstCode when it was not reset */
@@ -40,7 +41,8 @@ function connect (srv: ServerConf, t: H2Tls): http2.ClientHttp2Session {
     return http2.connect(`http://${srv.address}`)
   }
   const opts = tlsOptions(srv, t)
-  const socket = srv.path !== '' ? (): tls.TLSSocket => tls.connect({ ...opts, path: srv.path }) : (): tls.TLSSocket => tls.connect({ ...opts, host: srv.host, port: srv.port })
+  const socket = (): tls.TLSSocket =>
+    (srv.path !== '' ? tls.connect({ ...opts, path: srv.path }) : tls.connect({ ...opts, host: srv.host, port: srv.port })).once('secureConnect', onServerHandshake)
   return http2.connect(`https://${srv.path === '' ? srv.address : 'localhost'}`, { createConnection: socket })
 }
 

@@ -10,6 +10,7 @@ import { type FromWorker, type ToWorker, type WorkerData } from '../protocol.js'
 import { G_WRITING, stripeBase } from '../shm/layout.js'
 import { attachShm } from '../shm/buffer.js'
 import { Stripe } from '../shm/counters.js'
+import { countServerHandshakesIn } from '../upstream/tls-handshakes.js'
 import { BudgetRecords } from '../shm/budget-records.js'
 import { AccessLog } from './access-log.js'
 import { DataPlane } from './dataplane.js'
@@ -52,6 +53,7 @@ async function main (): Promise<void> {
   startClock()
   const shm = attachShm(data.shm, data.workers)
   const stripe = new Stripe(shm, data.index)
+  countServerHandshakesIn(stripe)
   const log = createLogger(data.config.global.logLevel, { worker: data.index })
   const accessLog = new AccessLog(data.config.global.accessLog)
   const pools: PoolCache = new Map()
