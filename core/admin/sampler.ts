@@ -1,19 +1,20 @@
 // The control plane's once-a-second look at the shared-memory counters: the
 // per-second rates and their peaks that HAProxy keeps (rate, rate_max,
 // req_rate, req_rate_max, ConnRate, MaxConnRate, SslRate, MaxSslRate,
-// BytesOutRate), what HAProxy derives from state over time (smax of servers
-// and backends, lastsess, downtime) and a history of the last
-// HISTORY_SECONDS seconds for the dashboard page, so a page opened during an
-// incident shows what led to it. Nothing here runs per request: the data
-// plane only adds to its counters, this reads them.
+// SslBackendKeyRate, SslBackendMaxKeyRate, BytesOutRate), what HAProxy
+// derives from state over time (smax of servers and backends, lastsess,
+// downtime) and a history of the last HISTORY_SECONDS seconds for the
+// dashboard page, so a page opened during an incident shows what led to it.
+// Nothing here runs per request: the data plane only adds to its counters,
+// this reads them.
 //
 // Resolution is one second: a rate is the count of the last whole second (as
 // HAProxy's freq_ctr over one period), a server's or backend's smax is the peak
 // of the in-flight count seen at the samples (a FRONTEND's is exact: shared
 // memory keeps it), and lastsess/downtime have one-second granularity.
 import {
-  C_CONN_ERR, C_INFLIGHT, C_RESP_1XX, C_RESP_ERR, C_SELECTED, EP_ACCEPTS, G_ACCEPTS, G_BYTES_OUT, G_REQUESTS, G_RESP_1XX, H_CONN_ACTIVE,
-  T_SUM, TIME_BUCKETS_S,
+  C_CONN_ERR, C_INFLIGHT, C_RESP_1XX, C_RESP_ERR, C_SELECTED, EP_ACCEPTS, G_ACCEPTS, G_BYTES_OUT, G_REQUESTS, G_RESP_1XX, G_SSL_BACKEND_KEYS,
+  H_CONN_ACTIVE, T_SUM, TIME_BUCKETS_S,
 } from '../shm/layout.js'
 import { sumEntryPoint, sumGlobal, sumServer } from '../shm/counters.js'
 import { epRow, sumTimeBlock } from '../shm/request-stats.js'
@@ -103,6 +104,8 @@ export class Sampler {
   readonly conn = new Rate()
   /** connections on the https entry points (HAProxy's SslRate: its TLS listeners' accepts) */
   readonly ssl = new Rate()
+  /** full TLS handshakes with servers, per second (HAProxy's SslBackendKeyRate: keys computed on server connections) */
+  readonly sslBackendKeys = new Rate()
   readonly req = new Rate()
   readonly bytesOut = new Rate()
   readonly #class = [new Rate(), new Rate(), new Rate(), new Rate(), new Rate()]
@@ -144,6 +147,7 @@ export class Sampler {
     this.conn.feed(sumGlobal(shm, G_ACCEPTS), secs)
     this.req.feed(sumGlobal(shm, G_REQUESTS), secs)
     this.bytesOut.feed(sumGlobal(shm, G_BYTES_OUT), secs)
+    this.sslBackendKeys.feed(sumGlobal(shm, G_SSL_BACKEND_KEYS), secs)
     this.#class.forEach((r, k) => r.feed(sumGlobal(shm, G_RESP_1XX + k), secs))
     const cpu = process.cpuUsage()
     if (secs > 0) {

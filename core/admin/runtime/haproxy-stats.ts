@@ -220,7 +220,8 @@ export function showInfo (ctx: AdminContext): string[] {
   const sslRates: Array<[string, number]> = [
     ['SslRate', sm.ssl.cur], ['SslRateLimit', 0], ['MaxSslRate', sm.ssl.max],
     ...handshakes([['SslFrontendKeyRate', 0], ['SslFrontendMaxKeyRate', 0], ['SslFrontendSessionReuse_pct', 0]]),
-    ['SslBackendKeyRate', 0], ['SslBackendMaxKeyRate', 0],
+    // full handshakes with servers (not resumed) per second, over the last second, and the peak: HAProxy's keys computed on server connections
+    ['SslBackendKeyRate', sm.sslBackendKeys.cur], ['SslBackendMaxKeyRate', sm.sslBackendKeys.max],
     ...handshakes([['SslCacheLookups', 0], ['SslCacheMisses', 0]]),
   ]
   const fields: Array<[string, string | number]> = [
