@@ -9,7 +9,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import {
   ADMIN_STATES, C_BYTES_IN, C_BYTES_OUT, C_CONN_ERR, C_RESP_1XX, C_RESP_ERR, C_RETRIES, C_SELECTED, G_ACCEPTS, G_AUTH_REFUSED,
-  G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_TRACE_DROPPED, G_TRACE_EXPORTED, G_WRITING, H_CONN_ACTIVE, H_FAULTS, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
+  G_RATE_LIMITED, G_REFUSED, G_REQUESTS, G_SSL_BACKEND_KEYS, G_TRACE_DROPPED, G_TRACE_EXPORTED, G_WRITING, H_CONN_ACTIVE, H_FAULTS, H_LAST_RELOAD_OK, H_LAST_RELOAD_SEC, H_RELOADS,
   H_RELOAD_FAILS, REQ_CODES, REQ_GRPC_BASE, REQ_GRPC_CODES, REQ_METHODS, T_BYTES_IN, T_BYTES_OUT,
 } from '../shm/layout.js'
 import { sumGlobal, sumServer } from '../shm/counters.js'
@@ -166,6 +166,9 @@ export function createMetrics (ctx: AdminCore): Metrics {
   pull('gauge', 'lb_requests_in_progress', 'Requests being processed now.', [], () => one(sumGlobal(shm, G_WRITING)))
   pull('counter', 'lb_connections_accepted_total', 'Client connections accepted, those closed at once over global.max_connections included.', [], () => one(sumGlobal(shm, G_ACCEPTS)))
   pull('counter', 'lb_overload_refusals_total', 'Client connections closed at once because global.max_connections were open.', [], () => one(sumGlobal(shm, G_REFUSED)))
+  // HAProxy's exporter has the rate (haproxy_process_current_backend_ssl_key_rate); a counter gives it with rate()
+  pull('counter', 'lb_upstream_tls_handshakes_total', 'Full TLS handshakes (not resumed) completed with servers, health checks and model servers included (show info SslBackendKeyRate is its rate).', [],
+    () => one(sumGlobal(shm, G_SSL_BACKEND_KEYS)))
   pull('counter', 'lb_ratelimit_refusals_total', 'Requests refused with 429 by a rate-limit middleware.', [], () => one(sumGlobal(shm, G_RATE_LIMITED)))
   pull('counter', 'lb_auth_refusals_total', 'Requests refused with 401 or 403 by an authentication middleware.', [], () => one(sumGlobal(shm, G_AUTH_REFUSED)))
   pull('counter', 'lb_tracing_spans_dropped_total', 'Trace spans dropped before a collector accepted them: a worker\'s queue was full (collector away or slow), the collector refused them, or lb stopped first.', [],
