@@ -3,11 +3,11 @@
 // messages, show info/stat/sess/servers state, and server commands changing
 // live traffic on every worker, showing in the APIs and surviving a reload.
 import assert from 'node:assert/strict'
-import { rmSync, statSync } from 'node:fs'
+import { readFileSync, rmSync, statSync } from 'node:fs'
 import http from 'node:http'
 import http2 from 'node:http2'
 import https from 'node:https'
-import net from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { count, getMany, reloadApplied, request, simpleConfig, waitFor } from '../helpers.js'
 import { COMMANDS } from '../../core/admin/runtime/commands.js'
@@ -241,6 +241,66 @@ check = false
   // MaxSslConns 0: no SSL-specific limit (HAProxy's maxsslconn unset); CumSslConns: the https FRONTENDs' stot
   assert.deepEqual([v.MaxSslConns, v.CurrSslConns, v.CumSslConns, v.SslRateLimit], ['0', '0', String(sum('stot', ['tls', 'h2s'])), '0'], 'MaxSslConns, CurrSslConns, CumSslConns, SslRateLimit')
   assert.ok(Number(v.MaxSslRate) >= 1 && Number(v.MaxSslRate) <= sum('rate_max', ['tls', 'h2s']), `MaxSslRate ${v.MaxSslRate}`)
+})
+
+test('show info: SslBackendKeyRate/SslBackendMaxKeyRate count full TLS handshakes with servers; 0 with plain HTTP servers', { timeout: 60_000 }, async (t) => {
+  const certs = makeCerts()
+  const [plain] = await backends(1)
+  // lb's TLS to a proxied server is protocol = "h2" (ALPN h2 only), so the TLS server is node:http2's, with the test CA's certificate
+  const h2 = http2.createSecureServer({ key: readFileSync(certs.server.key), cert: readFileSync(certs.server.cert) }, (_req, res) => { res.end('tls') })
+  await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve))
+  const a = await startAdminLb(`[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.plain]
+rule = "PathPrefix(\`/plain\`)"
+service = "plain"
+[routers.tls]
+rule = "PathPrefix(\`/tls\`)"
+service = "tls"
+[services.plain]
+keepalive = 0
+[[services.plain.servers]]
+name = "p1"
+address = "${plain!.address}"
+check = false
+[services.tls]
+protocol = "h2"
+[services.tls.tls]
+ca_file = "${certs.ca}"
+[[services.tls.servers]]
+name = "t1"
+address = "127.0.0.1:${(h2.address() as AddressInfo).port}"
+check = false
+`)
+  t.after(async () => {
+    await a.lb.stop()
+    await plain!.close()
+    await new Promise<void>((resolve) => h2.close(() => resolve()))
+    rmSync(certs.dir, { recursive: true, force: true })
+  })
+  const keyRates = (v: Record<string, string>): number[] => [Number(v.SslBackendKeyRate), Number(v.SslBackendMaxKeyRate)]
+  /** /metrics lb_upstream_tls_handshakes_total: the count whose rate those are */
+  const handshakes = async (): Promise<number> => Number(/^lb_upstream_tls_handshakes_total (\d+)$/m.exec((await request(`${a.dash}/metrics`)).body)?.[1])
+
+  // plain HTTP: a new connection to the server per request (keepalive = 0), none of them TLS
+  for (let i = 0; i < 5; i++) assert.equal((await request(`${a.lb.url}/plain`)).status, 200)
+  // the sampler saw those connections (MaxConnRate) and then a second without any (ConnRate 0): it read the counter after them all
+  const quiet = await waitFor(async () => {
+    const { v } = await info(a.sock)
+    return Number(v.MaxConnRate) >= 1 && v.ConnRate === '0' ? v : null
+  }, 'a sample of the connections, then one without', 5_000)
+  assert.deepEqual(keyRates(quiet), [0, 0], 'SslBackendKeyRate, SslBackendMaxKeyRate after plain HTTP servers only')
+  assert.equal(await handshakes(), 0)
+
+  // TLS: concurrent requests; each worker opens its own session to the server, a full handshake (lb offers no session to resume)
+  const statuses = await Promise.all(Array.from({ length: 8 }, () => request(`${a.lb.url}/tls`).then((r) => r.status)))
+  assert.deepEqual(statuses, Array(8).fill(200))
+  const seen = await waitFor(async () => {
+    const { v } = await info(a.sock)
+    return keyRates(v).some((n) => n > 0) ? v : null
+  }, 'SslBackendKeyRate or SslBackendMaxKeyRate > 0', 5_000)
+  assert.ok(keyRates(seen).every((n) => Number.isInteger(n) && n >= 0), `${seen.SslBackendKeyRate} ${seen.SslBackendMaxKeyRate}`)
+  assert.ok(await handshakes() >= 1, 'lb_upstream_tls_handshakes_total')
 })
 
 /** `echo cmd | socat`: the client's input ends right after the command. */
