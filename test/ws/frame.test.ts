@@ -3,7 +3,7 @@
 // control frames in between, protocol errors; masking round trips.
 import { strict as assert } from 'node:assert'
 import { test } from 'node:test'
-import { type FrameSink, FrameParser, NO_STATUS, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, closePayload, encodeFrame } from '../../core/worker/ws/ws-frame.js'
+import { type FrameSink, FrameParser, NO_STATUS, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, closePayload, encodeFrame, writeFrame } from '../../core/worker/ws/ws-frame.js'
 
 /** An unmasked server frame. */
 function frame (opcode: number, payload: Buffer, fin = true, rsv = 0): Buffer {
@@ -88,26 +88,46 @@ test('protocol errors are reported', () => {
   assert.match(err(frame(OP_CLOSE, Buffer.from([0x03])))!, /1-byte payload/)
 })
 
+/** Asserts that `f` is one masked binary frame whose unmasked payload is `payload`. */
+function assertMasked (f: Buffer, payload: Uint8Array, what: string): void {
+  assert.equal(f[0], 0x80 | OP_BINARY)
+  assert.equal(f[1]! & 0x80, 0x80, 'masked')
+  let len = f[1]! & 0x7f
+  let p = 2
+  if (len === 126) { len = f.readUInt16BE(2); p = 4 } else if (len === 127) { len = f.readUInt32BE(6); p = 10 }
+  assert.equal(len, payload.length)
+  assert.equal(f.length, p + 4 + len, what)
+  const key = f.subarray(p, p + 4)
+  const out = Buffer.from(f.subarray(p + 4))
+  for (let i = 0; i < out.length; i++) out[i]! ^= key[i & 3]!
+  assert.ok(out.equals(payload), what)
+}
+
+function pattern (n: number, offset: number): Buffer {
+  const src = Buffer.alloc(n + offset)
+  for (let i = 0; i < src.length; i++) src[i] = (i * 31) & 0xff
+  return src.subarray(offset)
+}
+
 test('encodeFrame masks every payload size and alignment so that unmasking gives it back', () => {
   for (const n of [0, 1, 125, 126, 255, 256, 257, 1000, 65535, 65536, 100_001]) {
-    for (const offset of [0, 1, 3]) {
-      const src = Buffer.alloc(n + offset)
-      for (let i = 0; i < src.length; i++) src[i] = (i * 31) & 0xff
-      const payload = src.subarray(offset)
-      const f = encodeFrame(OP_BINARY, payload)
-      assert.equal(f[0], 0x80 | OP_BINARY)
-      assert.equal(f[1]! & 0x80, 0x80, 'masked')
-      let len = f[1]! & 0x7f
-      let p = 2
-      if (len === 126) { len = f.readUInt16BE(2); p = 4 } else if (len === 127) { len = f.readUInt32BE(6); p = 10 }
-      assert.equal(len, n)
-      const key = f.subarray(p, p + 4)
-      const out = Buffer.from(f.subarray(p + 4))
-      for (let i = 0; i < out.length; i++) out[i]! ^= key[i & 3]!
-      assert.ok(out.equals(payload), `n=${n} offset=${offset}`)
-    }
+    for (const offset of [0, 1, 3]) assertMasked(encodeFrame(OP_BINARY, pattern(n, offset)), pattern(n, offset), `n=${n} offset=${offset}`)
   }
   // keys differ from frame to frame
   const keys = new Set(Array.from({ length: 50 }, () => encodeFrame(OP_TEXT, Buffer.from('x')).readUInt32BE(2)))
   assert.ok(keys.size > 45)
+})
+
+test('writeFrame masks in place at any place in a staging buffer, leaving the bytes around it alone', () => {
+  const out = Buffer.alloc(4096)
+  const out32 = new Uint32Array(out.buffer, out.byteOffset, out.length >>> 2)
+  for (let n = 0; n <= 300; n++) {
+    for (let at = 0; at < 8; at++) {
+      out.fill(0xee)
+      const payload = pattern(n, at & 3)
+      const end = writeFrame(out, at, OP_BINARY, payload, out32)
+      assertMasked(out.subarray(at, end), payload, `n=${n} at=${at}`)
+      assert.ok(out.subarray(0, at).every((b) => b === 0xee) && out.subarray(end).every((b) => b === 0xee), `n=${n} at=${at}: outside untouched`)
+    }
+  }
 })

@@ -92,10 +92,10 @@ export class FrameParser {
       }
       // ST_HEADER: gather 2 bytes, then the extended length
       const need = this.#hdrLen < 2 ? 2 : headerLength(this.#hdr[1]!)
-      const n = Math.min(need - this.#hdrLen, end - start)
-      buf.copy(this.#hdr, this.#hdrLen, start, start + n)
-      this.#hdrLen += n
-      start += n
+      // byte by byte: at most 10, where Buffer.copy would make two views per call
+      const stop = Math.min(start + need - this.#hdrLen, end)
+      const hdr = this.#hdr
+      while (start < stop) hdr[this.#hdrLen++] = buf[start++]!
       if (this.#hdrLen < 2 || this.#hdrLen < headerLength(this.#hdr[1]!)) continue
       const err = this.#header()
       if (err !== null) return err
@@ -196,7 +196,12 @@ const KEY = new Uint8Array(4)
 const KEY32 = new Uint32Array(KEY.buffer) // the key as one native-order word, for word-wise XOR
 
 /** Below this payload size a byte loop is as fast as setting up word views. */
-const WORDWISE_MIN = 256
+export const WORDWISE_MIN = 256
+
+/** Bytes of a masked frame (client → server) carrying `n` payload bytes. */
+export function maskedFrameBytes (n: number): number {
+  return (n < 126 ? 2 : n < 65536 ? 4 : 10) + 4 + n
+}
 
 /**
  * One masked frame (client → server) carrying `payload` (not modified): the
@@ -206,26 +211,37 @@ const WORDWISE_MIN = 256
  */
 export function encodeFrame (opcode: number, payload: Uint8Array): Buffer {
   const n = payload.length
-  const hdr = (n < 126 ? 2 : n < 65536 ? 4 : 10) + 4
+  const size = maskedFrameBytes(n)
   let out: Buffer
-  if (n < WORDWISE_MIN) out = Buffer.allocUnsafe(hdr + n)
+  if (n < WORDWISE_MIN) out = Buffer.allocUnsafe(size)
   else {
-    // payload at an 8-byte aligned offset, so the XOR can run on 32-bit words
-    const pad = (8 - (hdr & 7)) & 7
-    out = Buffer.allocUnsafeSlow(pad + hdr + n).subarray(pad)
+    // the payload at an 8-byte aligned offset, so that the XOR can run on 32-bit words
+    const pad = (8 - ((size - n) & 7)) & 7
+    out = Buffer.allocUnsafeSlow(pad + size).subarray(pad)
   }
-  out[0] = 0x80 | opcode
-  let p = 2
-  if (n < 126) out[1] = 0x80 | n
+  writeFrame(out, 0, opcode, payload)
+  return out
+}
+
+/**
+ * Writes one masked frame carrying `payload` into out[at, at + maskedFrameBytes(n))
+ * (frame-staging.ts chooses `at`); returns its end. `out32`: a view of out's
+ * whole memory as 32-bit words (out.byteOffset a multiple of 4), to mask in place.
+ */
+export function writeFrame (out: Buffer, at: number, opcode: number, payload: Uint8Array, out32: Uint32Array | null = null): number {
+  const n = payload.length
+  out[at] = 0x80 | opcode
+  let p = at + 2
+  if (n < 126) out[at + 1] = 0x80 | n
   else if (n < 65536) {
-    out[1] = 0x80 | 126
-    out.writeUInt16BE(n, 2)
-    p = 4
+    out[at + 1] = 0x80 | 126
+    out.writeUInt16BE(n, at + 2)
+    p += 2
   } else {
-    out[1] = 0x80 | 127
-    out.writeUInt32BE(Math.floor(n / 4294967296), 2)
-    out.writeUInt32BE(n >>> 0, 6)
-    p = 10
+    out[at + 1] = 0x80 | 127
+    out.writeUInt32BE(Math.floor(n / 4294967296), at + 2)
+    out.writeUInt32BE(n >>> 0, at + 6)
+    p += 8
   }
   if (keyPos === KEYS.length) {
     randomFillSync(KEYS)
@@ -233,9 +249,17 @@ export function encodeFrame (opcode: number, payload: Uint8Array): Buffer {
   }
   for (let i = 0; i < 4; i++) KEY[i] = out[p + i] = KEYS[keyPos++]!
   p += 4
+  if (out32 !== null) maskInPlace(out, out32, p, payload)
+  else maskCopy(out, p, payload)
+  return p + n
+}
+
+/** Masked copy of `payload` at out[p]: 32-bit words from WORDWISE_MIN bytes when both sides are 4-byte aligned. */
+function maskCopy (out: Buffer, p: number, payload: Uint8Array): void {
+  const n = payload.length
   let i = 0
   const words = n >>> 2
-  if (n >= WORDWISE_MIN && ((payload.byteOffset & 3) === 0)) {
+  if (n >= WORDWISE_MIN && ((payload.byteOffset & 3) === 0) && (((out.byteOffset + p) & 3) === 0)) {
     const src = new Uint32Array(payload.buffer, payload.byteOffset, words)
     const dst = new Uint32Array(out.buffer, out.byteOffset + p, words)
     const k = KEY32[0]!
@@ -243,7 +267,28 @@ export function encodeFrame (opcode: number, payload: Uint8Array): Buffer {
     i = words << 2
   }
   for (; i < n; i++) out[p + i] = payload[i]! ^ KEY[i & 3]!
-  return out
+}
+
+/** The key turned to start at another byte of it (TURNED32: as one native-order word) */
+const TURNED = new Uint8Array(4)
+const TURNED32 = new Uint32Array(TURNED.buffer)
+
+/**
+ * Copies `payload` to out[p] (memmove), then masks it there: bytes up to the
+ * first 4-byte aligned address, then 32-bit words through `out32` with the key
+ * turned to match, then the last bytes. No view is made per call.
+ */
+function maskInPlace (out: Buffer, out32: Uint32Array, p: number, payload: Uint8Array): void {
+  const n = payload.length
+  out.set(payload, p)
+  const lead = Math.min(n, (4 - ((out.byteOffset + p) & 3)) & 3)
+  for (let i = 0; i < lead; i++) out[p + i] = out[p + i]! ^ KEY[i]!
+  for (let t = 0; t < 4; t++) TURNED[t] = KEY[(lead + t) & 3]!
+  const k = TURNED32[0]!
+  const w0 = (out.byteOffset + p + lead - out32.byteOffset) >>> 2
+  const words = (n - lead) >>> 2
+  for (let w = w0; w < w0 + words; w++) out32[w] = out32[w]! ^ k
+  for (let i = lead + (words << 2); i < n; i++) out[p + i] = out[p + i]! ^ KEY[i & 3]!
 }
 
 /** Payload of a close frame: the code (unless NO_STATUS or 0) and a reason cut to fit 125 bytes. */

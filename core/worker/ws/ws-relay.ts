@@ -8,7 +8,8 @@
 // - client → server: uWS hands over whole messages (up to the entry point's
 //   websocket_max_message) and cannot pause a WebSocket, so each message is
 //   masked into one frame and written; bytes waiting for a slow server are
-//   capped at twice that limit (LB_ERR_WS_BACKPRESSURE).
+//   capped at twice that limit (LB_ERR_WS_BACKPRESSURE). Small frames of one
+//   turn are staged side by side (frame-staging.ts) and leave in one write.
 // Close codes and reasons pass through both ways. Pings pass through both
 // ways; a client's ping is also answered by uWS itself, and the server's pong
 // to it is dropped (uWS has no way to send a pong).
@@ -21,6 +22,7 @@ import type { ExchangeHost, ServiceRuntime } from '../runtime.js'
 import { ServerTries } from '../proxy/server-tries.js'
 import type { ClientWebSocket, WsSession } from './ws-client.js'
 import { type FrameSink, NO_STATUS, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, closePayload, encodeFrame, isWireCloseCode } from './ws-frame.js'
+import { STAGED_MAX, type Staged, stageFrame, stagedWritten } from './frame-staging.js'
 
 /** bytes uWS may hold for a client before the server's socket is paused */
 export const HIGH_WATER = 64 * 1024
@@ -43,6 +45,15 @@ export abstract class WsRelay extends ServerTries implements WsSession, FrameSin
   protected sock: net.Socket | null = null
   /** the server socket while corked until the end of this turn (#toServer) */
   #corked: net.Socket | null = null
+  /** this turn's small frames for the server, written at the turn's end or before any other write */
+  readonly #staged: Staged = { buf: null, start: 0, end: 0 }
+  readonly #writeStaged = (): void => {
+    const s = this.#staged
+    const sock = this.sock
+    if (s.buf !== null && sock !== null && !sock.destroyed && !sock.writableEnded) sock.write(s.buf.subarray(s.start, s.end))
+    s.buf = null
+  }
+
   protected phase = PH_CONNECT
   /** tick when the current phase times out */
   protected phaseEnd = 0
@@ -122,19 +133,27 @@ export abstract class WsRelay extends ServerTries implements WsSession, FrameSin
       this.#corked = sock
       atTurnEnd(this)
     }
-    sock.write(encodeFrame(opcode, payload))
+    if (payload.length <= STAGED_MAX) stageFrame(this.#staged, opcode, payload, this.#writeStaged)
+    else {
+      this.#writeStaged() // in order
+      sock.write(encodeFrame(opcode, payload))
+    }
   }
 
   turnEnd (): void {
     const sock = this.#corked
     this.#corked = null
-    sock?.uncork() // a no-op on a socket that end() already uncorked
+    if (sock === null) return
+    this.#writeStaged()
+    sock.uncork() // a no-op on a socket that end() already uncorked
+    stagedWritten(sock.writableLength)
   }
 
   protected sendClose (code: number, reason: Uint8Array): void {
     const sock = this.sock
     if (sock === null || this.closeSent) return
     this.closeSent = true
+    this.#writeStaged() // the frames before it go first
     sock.write(encodeFrame(OP_CLOSE, closePayload(code, reason)))
     this.phase = PH_CLOSING
     this.phaseEnd = now() + CLOSE_WAIT_MS

@@ -1,0 +1,116 @@
+// Small client messages toward a server share one staging buffer per worker
+// (core/worker/ws/frame-staging.ts) and leave in one write per socket per
+// turn. What must hold whatever the server does: every message arrives whole
+// and in order, also when the server stops reading (lb's writes then wait in
+// its socket, so the bytes they point at must not be written over by later
+// turns) and when several clients' messages share the buffer; and a close
+// frame never overtakes the messages sent before it.
+import { strict as assert } from 'node:assert'
+import { once } from 'node:events'
+import net from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import type { WebSocket } from 'ws'
+import { type Lb, sleep, startLb, waitFor } from '../helpers.js'
+import { OP_BINARY, OP_CLOSE, closePayload, encodeFrame } from '../../core/worker/ws/ws-frame.js'
+import { type WsEcho, connect, startWsEcho } from './echo.js'
+
+const CLIENTS = 2
+const MESSAGES = 40000
+/** under the staging limit (255 payload bytes): every message here is staged */
+const SIZE = 200
+
+/** message `seq` of client `id`: both numbers, then bytes that depend on both, so a message written over shows */
+function message (id: number, seq: number): Buffer {
+  const m = Buffer.alloc(SIZE)
+  m.writeUInt32BE(id, 0)
+  m.writeUInt32BE(seq, 4)
+  for (let i = 8; i < SIZE; i++) m[i] = (id * 31 + seq * 7 + i) & 0xff
+  return m
+}
+
+describe('WebSocket: small messages staged for the server', () => {
+  let stalling: WsEcho, recorder: WsEcho, lb: Lb
+  /** per server-side connection: the messages it got, checked as they come; the first problem seen */
+  const seen = new Map<number, number>()
+  let problem = ''
+  const events: string[] = []
+
+  before(async () => {
+    // reads nothing for 1.5 s after the upgrade, then checks every message: client id, sequence, content
+    stalling = await startWsEcho('stalling', {
+      onConnection: (ws) => {
+        const sock = (ws as unknown as { _socket: { pause (): void, resume (): void } })._socket
+        sock.pause()
+        setTimeout(() => sock.resume(), 1500)
+        ws.on('message', (d: Buffer) => {
+          const id = d.readUInt32BE(0)
+          const seq = d.readUInt32BE(4)
+          const want = seen.get(id) ?? 0
+          if (problem === '' && (seq !== want || !d.equals(message(id, seq)))) problem = `client ${id}: got message ${seq} (${d.length} bytes), expected ${want} intact`
+          seen.set(id, want + 1)
+        })
+      },
+    })
+    // records messages and the close, in order
+    recorder = await startWsEcho('recorder', {
+      onConnection: (ws) => {
+        ws.on('message', (d: Buffer) => events.push(`m${d.readUInt32BE(4)}`))
+        ws.on('close', (code: number) => events.push(`close:${code}`))
+      },
+    })
+    lb = await startLb(`
+[entrypoints.web]
+address = "127.0.0.1:{{PORT}}"
+[routers.stalling]
+rule = "PathPrefix(\`/stalling\`)"
+service = "stalling"
+[routers.recorder]
+rule = "PathPrefix(\`/recorder\`)"
+service = "recorder"
+[services.stalling]
+[[services.stalling.servers]]
+address = "${stalling.address}"
+check = false
+[services.recorder]
+[[services.recorder.servers]]
+address = "${recorder.address}"
+check = false
+`)
+  })
+  after(async () => {
+    await lb.stop()
+    await stalling.close()
+    await recorder.close()
+  })
+
+  test('several clients to a server that stops reading: every message arrives whole and in order', async () => {
+    const clients: WebSocket[] = []
+    for (let id = 0; id < CLIENTS; id++) clients.push(await connect(`ws://127.0.0.1:${lb.port}/stalling`))
+    // in bursts, one per turn of the test's loop, interleaved between clients: lb stages them over many turns,
+    // and 8 MB a client is more than loopback's socket buffers take while the server does not read
+    for (let seq = 0; seq < MESSAGES; seq += 50) {
+      for (let id = 0; id < CLIENTS; id++) for (let k = seq; k < seq + 50; k++) clients[id]!.send(message(id, k))
+      await sleep(1)
+    }
+    await waitFor(() => problem !== '' || [...seen.values()].reduce((a, b) => a + b, 0) === CLIENTS * MESSAGES,
+      'every message at the server', 20_000, 20)
+    assert.equal(problem, '')
+    for (let id = 0; id < CLIENTS; id++) assert.equal(seen.get(id), MESSAGES, `client ${id}`)
+    for (const ws of clients) ws.close()
+  })
+
+  test('a close sent right after messages reaches the server after them', async () => {
+    // a raw client: 100 messages and the close in one write, so lb reads them in one turn
+    const sock = net.connect(lb.port, '127.0.0.1')
+    await once(sock, 'connect')
+    sock.write('GET /recorder HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+    const [head] = await once(sock, 'data') as [Buffer]
+    assert.match(head.toString('latin1'), /^HTTP\/1\.1 101 /)
+    const frames = Array.from({ length: 100 }, (_, k) => encodeFrame(OP_BINARY, message(9, k)))
+    sock.write(Buffer.concat([...frames, encodeFrame(OP_CLOSE, closePayload(1000, new Uint8Array(0)))]))
+    await waitFor(() => events.includes('close:1000'), 'the server to see the close', 5000, 10)
+    assert.deepEqual(events, [...Array.from({ length: 100 }, (_, k) => `m${k}`), 'close:1000'])
+    sock.destroy()
+  })
+})
