@@ -59,7 +59,10 @@ function session (port: number, c: WsCase): Promise<Session> {
 
 test('WebSocket frames: protocol errors end the session, messages come back, lb stays up', async (t) => {
   const echo = await startWsEcho('e1')
-  const lb = await startLb(`[entrypoints.web]
+  // the bystander stays silent for the whole run: long mode takes longer than the default 50 s idle time-out
+  const lb = await startLb(`[timeouts]
+tunnel = "1h"
+[entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
 websocket_max_message = "64k"
 [routers.web]
