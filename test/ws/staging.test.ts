@@ -7,12 +7,26 @@
 // frame never overtakes the messages sent before it.
 import { strict as assert } from 'node:assert'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { WebSocket } from 'ws'
 import { type Lb, sleep, startLb, waitFor } from '../helpers.js'
 import { OP_BINARY, OP_CLOSE, closePayload, encodeFrame } from '../../core/worker/ws/ws-frame.js'
 import { type WsEcho, connect, startWsEcho } from './echo.js'
+
+/** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
+async function settledRss (pid: number): Promise<number> {
+  const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+  let last = read()
+  for (let i = 0; i < 16; i++) {
+    await sleep(300) // the sampling interval of the measurement, not a wait for an event
+    const now = read()
+    if (Math.abs(now - last) < 0.5) return now
+    last = now
+  }
+  return last
+}
 
 const CLIENTS = 2
 const MESSAGES = 40000
@@ -29,7 +43,7 @@ function message (id: number, seq: number): Buffer {
 }
 
 describe('WebSocket: small messages staged for the server', () => {
-  let stalling: WsEcho, recorder: WsEcho, lb: Lb
+  let stalling: WsEcho, recorder: WsEcho, deaf: WsEcho, lb: Lb
   /** per server-side connection: the messages it got, checked as they come; the first problem seen */
   const seen = new Map<number, number>()
   let problem = ''
@@ -58,6 +72,10 @@ describe('WebSocket: small messages staged for the server', () => {
         ws.on('close', (code: number) => events.push(`close:${code}`))
       },
     })
+    // never reads
+    deaf = await startWsEcho('deaf', { onConnection: (ws) => (ws as unknown as { _socket: { pause (): void } })._socket.pause() })
+    // V8's memory reducer gives back 20-30 MB over the tiny-messages test's 10 s (after the fill), which hid what it
+    // measures: off, lb's resident memory only moves with what it keeps
     lb = await startLb(`
 [entrypoints.web]
 address = "127.0.0.1:{{PORT}}"
@@ -71,16 +89,24 @@ service = "recorder"
 [[services.stalling.servers]]
 address = "${stalling.address}"
 check = false
+[routers.deaf]
+rule = "PathPrefix(\`/deaf\`)"
+service = "deaf"
 [services.recorder]
 [[services.recorder.servers]]
 address = "${recorder.address}"
 check = false
-`)
+[services.deaf]
+[[services.deaf.servers]]
+address = "${deaf.address}"
+check = false
+`, { nodeArgs: ['--no-memory-reducer'] })
   })
   after(async () => {
     await lb.stop()
     await stalling.close()
     await recorder.close()
+    await deaf.close()
   })
 
   test('several clients to a server that stops reading: every message arrives whole and in order', async () => {
@@ -105,12 +131,38 @@ check = false
     await once(sock, 'connect')
     sock.write('GET /recorder HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
       'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
-    const [head] = await once(sock, 'data') as [Buffer]
-    assert.match(head.toString('latin1'), /^HTTP\/1\.1 101 /)
+    let head = '' // it may come in pieces
+    sock.on('data', (d: Buffer) => { head += d.toString('latin1') })
+    await waitFor(() => head.includes('\r\n\r\n'), 'the answer to the upgrade', 5000, 5)
+    assert.match(head, /^HTTP\/1\.1 101 /)
     const frames = Array.from({ length: 100 }, (_, k) => encodeFrame(OP_BINARY, message(9, k)))
     sock.write(Buffer.concat([...frames, encodeFrame(OP_CLOSE, closePayload(1000, new Uint8Array(0)))]))
     await waitFor(() => events.includes('close:1000'), 'the server to see the close', 5000, 10)
     assert.deepEqual(events, [...Array.from({ length: 100 }, (_, k) => `m${k}`), 'close:1000'])
     sock.destroy()
+  })
+
+  test('tiny messages, one a turn, to a server that reads nothing: each waits in a buffer of its own size', async () => {
+    const ws = await connect(`ws://127.0.0.1:${lb.port}/deaf`)
+    // 16 MB of small messages fill the loopback socket buffers toward the server: lb's writes to it wait from then on
+    // (small ones: a big message's copies in uWS and lb leave memory that comes back slowly, and hides what is measured)
+    for (let i = 0; i < 80_000; i += 1000) {
+      for (let k = i; k < i + 1000; k++) ws.send(message(7, k))
+      await sleep(1)
+    }
+    // one 16-byte message per turn of lb's loop: a staging buffer per message would stay with the server's socket
+    const tiny = async (from: number, n: number): Promise<void> => {
+      for (let i = from; i < from + n; i++) {
+        ws.send(message(7, i).subarray(0, 16))
+        await sleep(1)
+      }
+    }
+    await tiny(0, 1000)
+    const before = await settledRss(lb.proc.pid!)
+    await tiny(1000, 8000)
+    const grown = await settledRss(lb.proc.pid!) - before
+    assert.equal(ws.readyState, ws.OPEN)
+    assert.ok(grown < 10, `lb's resident memory grew ${grown.toFixed(1)} MB for 128 KB of messages`)
+    ws.terminate()
   })
 })

@@ -9,6 +9,8 @@
 // start in a later turn only if every socket written from it had taken all it
 // was given (writableLength 0 after its turn-end write). Otherwise the old
 // buffer is left to the socket that still references it, and a new one is made.
+// A socket with bytes still waiting stages nothing (ws-relay.ts), so a server
+// that stops reading keeps at most the buffer of the turn it stopped in.
 import { currentTurn } from '../../net/turn.js'
 import { WORDWISE_MIN, maskedFrameBytes, writeFrame } from './ws-frame.js'
 

@@ -47,6 +47,8 @@ export abstract class WsRelay extends ServerTries implements WsSession, FrameSin
   #corked: net.Socket | null = null
   /** this turn's small frames for the server, written at the turn's end or before any other write */
   readonly #staged: Staged = { buf: null, start: 0, end: 0 }
+  /** frames are staged this turn: the server's socket had taken every byte before it (frame-staging.ts) */
+  #stage = false
   readonly #writeStaged = (): void => {
     const s = this.#staged
     const sock = this.sock
@@ -132,8 +134,11 @@ export abstract class WsRelay extends ServerTries implements WsSession, FrameSin
       sock.cork()
       this.#corked = sock
       atTurnEnd(this)
+      // bytes still waiting from an earlier turn: a server that does not read would keep a staging buffer per turn
+      // (64 KiB for a 6-byte frame); its frames get buffers of their own size until it has taken them
+      this.#stage = sock.writableLength === 0
     }
-    if (payload.length <= STAGED_MAX) stageFrame(this.#staged, opcode, payload, this.#writeStaged)
+    if (this.#stage && payload.length <= STAGED_MAX) stageFrame(this.#staged, opcode, payload, this.#writeStaged)
     else {
       this.#writeStaged() // in order
       sock.write(encodeFrame(opcode, payload))
