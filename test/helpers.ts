@@ -220,6 +220,19 @@ export function sleep (ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
 }
 
+/** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
+export async function settledRss (pid: number): Promise<number> {
+  const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+  let last = read()
+  for (let i = 0; i < 16; i++) {
+    await sleep(300) // the sampling interval of the measurement, not a wait for an event
+    const now = read()
+    if (Math.abs(now - last) < 0.5) return now
+    last = now
+  }
+  return last
+}
+
 /**
  * Polls `probe` every `everyMs` until it returns a truthy value, and returns
  * that value; after `ms` fails with "timed out after MS ms waiting for WHAT".

@@ -8,27 +8,13 @@
 // first 10,000. Before each worker's young generation was capped
 // (core/control/supervisor.ts) this failed on Node 20: 145, 177, 175 MB.
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { test } from 'node:test'
-import { simpleConfig, sleep, startBackend, startLb } from '../helpers.js'
+import { settledRss, simpleConfig, startBackend, startLb } from '../helpers.js'
 
 const CONNECTIONS = 10_000
 const BATCH = 50
 const WARM_UP = 5
-
-/** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
-async function settledRss (pid: number): Promise<number> {
-  const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
-  let last = read()
-  for (let i = 0; i < 16; i++) {
-    await sleep(300) // the sampling interval of the measurement, not a wait for an event
-    const now = read()
-    if (Math.abs(now - last) < 0.5) return now
-    last = now
-  }
-  return last
-}
 
 /** Opens `n` connections, one GET on each (answered), holds them all, then closes them all. */
 async function round (port: number, n: number): Promise<void> {

@@ -7,26 +7,12 @@
 // frame never overtakes the messages sent before it.
 import { strict as assert } from 'node:assert'
 import { once } from 'node:events'
-import { readFileSync } from 'node:fs'
 import net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import type { WebSocket } from 'ws'
-import { type Lb, sleep, startLb, waitFor } from '../helpers.js'
+import { type Lb, settledRss, sleep, startLb, waitFor } from '../helpers.js'
 import { OP_BINARY, OP_CLOSE, closePayload, encodeFrame } from '../../core/worker/ws/ws-frame.js'
 import { type WsEcho, connect, startWsEcho } from './echo.js'
-
-/** Resident memory of a process in MB, once two readings 300 ms apart agree within 0.5 MB (at most 5 s). */
-async function settledRss (pid: number): Promise<number> {
-  const read = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
-  let last = read()
-  for (let i = 0; i < 16; i++) {
-    await sleep(300) // the sampling interval of the measurement, not a wait for an event
-    const now = read()
-    if (Math.abs(now - last) < 0.5) return now
-    last = now
-  }
-  return last
-}
 
 const CLIENTS = 2
 const MESSAGES = 40000
