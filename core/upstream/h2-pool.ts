@@ -42,7 +42,7 @@ function connect (srv: ServerConf, t: H2Tls): http2.ClientHttp2Session {
   }
   const opts = tlsOptions(srv, t)
   const socket = (): tls.TLSSocket =>
-    (srv.path !== '' ? tls.connect({ ...opts, path: srv.path }) : tls.connect({ ...opts, host: srv.host, port: srv.port })).once('secureConnect', onServerHandshake)
+    tls.connect(srv.path !== '' ? { ...opts, path: srv.path } : { ...opts, host: srv.host, port: srv.port }).once('secureConnect', onServerHandshake)
   return http2.connect(`https://${srv.path === '' ? srv.address : 'localhost'}`, { createConnection: socket })
 }
 

@@ -45,16 +45,10 @@ export function stageFrame (s: Staged, opcode: number, payload: Uint8Array, flus
   const size = maskedFrameBytes(payload.length)
   if (turn !== currentTurn()) {
     turn = currentTurn()
-    if (held) {
-      renew()
-      held = false
-    }
-    used = 0
+    if (held) renew()
+    else used = 0
   }
-  if (used + size > arena.length) {
-    renew() // full: the ranges staged in it so far keep it alive until written
-    used = 0
-  }
+  if (used + size > arena.length) renew() // full: the ranges staged in it so far keep it alive until written
   if (s.buf !== arena || s.end !== used) {
     if (s.buf !== null) flush()
     s.buf = arena
@@ -68,9 +62,12 @@ function words (b: Buffer): Uint32Array {
   return new Uint32Array(b.buffer, b.byteOffset, b.length >>> 2)
 }
 
+/** A new, empty buffer; the old one stays alive as long as a write references it. */
 function renew (): void {
   arena = Buffer.allocUnsafeSlow(ARENA_BYTES)
   arena32 = words(arena)
+  used = 0
+  held = false
 }
 
 /** After a socket's write of staged bytes: whether it took them all decides whether the buffer can be reused. */
