@@ -10,13 +10,15 @@
 // (all its CPUs, /proc/stat) through lb and straight: at 100% the ratio is the machine's bound, not lb's.
 //
 //   npm run build && node dist/bench/gen/relay.js [--rounds 3] [--conc 1,64,1000] [--tokens 200] [--mode fast|paced|both] [--ttft 200]
-//     [--relay worker|service|both] [--against DIR]
+//     [--relay worker|service|both] [--against DIR] [--floor]
 //
 // --relay: [generation] relay of the lb measured (default "worker": the data-plane worker relays the reply
 // itself; "service": through the generation service's socket and main thread); "both" runs one lb of each
 // against the same server, measured in the same rounds (the order rotates round by round).
 // --against DIR: each lb measured is also run from another checkout's build (DIR, built: `npx tsc -p .` there),
 // in the same rounds: the A/B of a change to the gateway, labelled "RELAY @ DIR".
+// --floor: the byte relay (byte-relay.ts) is measured in the throughput rounds too, as one more way: what any
+// relay process costs in tokens/s and CPU per token here, beside lb's.
 //
 // --ttft N: before the throughput rounds, N one-token streams one at a time,
 // alternating straight, through lb's generation gateway, through lb's plain
@@ -55,7 +57,8 @@ const LBS = RELAYS.flatMap((relay) => [
   { label: relay, relay, root: ROOT },
   ...(AGAINST === '' ? [] : [{ label: `${relay} @ ${AGAINST}`, relay, root: resolve(AGAINST) }]),
 ])
-const LABELS = LBS.map((l) => l.label)
+const FLOOR = args.includes('--floor') ? 'byte relay (floor)' : ''
+const LABELS = [...LBS.map((l) => l.label), ...(FLOOR === '' ? [] : [FLOOR])]
 
 const ticks = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -234,16 +237,15 @@ async function main (): Promise<void> {
         const lbPort = Number((await waitLine(lb, /"msg":"listening","entrypoint":"web","address":"127\.0\.0\.1:(\d+)"/, 'lb'))[1])
         lbs[label] = { base: `http://127.0.0.1:${lbPort}`, pid: lb.pid! }
       }
+      const relay = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'gen', 'byte-relay.js'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      procs.push(relay)
+      const floor = `http://127.0.0.1:${(await waitLine(relay, /listening (\d+)/, 'the byte relay'))[1]}`
       await new Promise((r) => setTimeout(r, 1500)) // the server's model list read once
       const agent = new Agent({ connections: 2000, pipelining: 0 })
       for (const { base } of Object.values(lbs)) await load(base, 8, agent) // warm-up
       await load(direct, 8, agent)
-      if (TTFT_N > 0) {
-        const relay = spawn(process.execPath, [join(ROOT, 'dist', 'bench', 'gen', 'byte-relay.js'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] })
-        procs.push(relay)
-        const floor = `http://127.0.0.1:${(await waitLine(relay, /listening (\d+)/, 'the byte relay'))[1]}`
-        await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), floor, agent)
-      }
+      if (TTFT_N > 0) await ttftPhase(mode, direct, Object.fromEntries(Object.entries(lbs).map(([k, v]) => [k, v.base])), floor, agent)
+      if (FLOOR !== '') lbs[FLOOR] = { base: floor, pid: relay.pid! }
       const ways = ['direct', ...LABELS]
       for (const conc of CONC) {
         const ratios: Record<string, number[]> = Object.fromEntries(LABELS.map((x) => [x, []]))
