@@ -19,3 +19,20 @@ export function startClock (): void {
   timer = setInterval(() => { tick = Date.now() | 0 }, CLOCK_MS)
   timer.unref()
 }
+
+let isoMs = 0
+let iso = ''
+
+/**
+ * The wall clock as RFC 3339 UTC with milliseconds (Date's toISOString), built at most once per millisecond: a
+ * streamed reply stamps every batch of tokens with it (Ollama's created_at), tens a millisecond per worker under
+ * load, and each toISOString costs ~0.5 µs against ~40 ns for Date.now().
+ */
+export function isoNow (): string {
+  const ms = Date.now()
+  if (ms !== isoMs) {
+    isoMs = ms
+    iso = new Date(ms).toISOString()
+  }
+  return iso
+}

@@ -6,11 +6,11 @@
 
 import { createServer, type Server } from 'node:http'
 import { dirname, join } from 'node:path'
+import { isoNow } from '../clock.js'
 import { formatHostPort } from '../config/host-port.js'
 import type { Logger } from '../log.js'
 import type { GenerationConf } from './config.js'
 import { ModelCatalog } from './models/catalog.js'
-import { nowIso } from './ollama/reply.js'
 import type { GenEnv } from './dispatch/generation.js'
 import { Budget } from './budget/budget.js'
 import { ModelUsage } from './dispatch/model-usage.js'
@@ -77,7 +77,7 @@ export async function startGeneration (conf: GenerationConf, log: Logger, cluste
         for (const w of readyWaiters) w()
         readyWaiters = []
       },
-      messages: (msgs) => scheduler?.onMessages(msgs, nowIso()),
+      messages: (msgs) => scheduler?.onMessages(msgs, isoNow()),
       exit: (reason) => scheduler?.onRunnerExit(reason),
     }
   )

@@ -4,6 +4,7 @@
 // around a per-request prefix, because there is one per token; the lines of one
 // batch of pieces go out in one write.
 
+import { isoNow } from '../../clock.js'
 import type { GenResponse } from '../http/gen-response.js'
 import type { ReplyWriter } from '../dispatch/generation.js'
 import type { ApiError } from '../dispatch/request.js'
@@ -11,9 +12,6 @@ import { sendError, sendJson } from '../http/respond.js'
 import type { JobResult } from '../local/protocol.js'
 
 export const NDJSON = 'application/x-ndjson'
-
-/** RFC 3339 UTC time, as Ollama's created_at (millisecond precision). */
-export const nowIso = (): string => new Date().toISOString()
 
 /** Writes one request's reply: chunks, then the final object or an error line. */
 export class OllamaWriter implements ReplyWriter {
@@ -50,7 +48,7 @@ export class OllamaWriter implements ReplyWriter {
 
   /** The final object (streamed as the last line, or as the whole body). */
   done (r: JobResult, totalNs: number): void {
-    const o: Record<string, unknown> = { model: this.model, created_at: nowIso() }
+    const o: Record<string, unknown> = { model: this.model, created_at: isoNow() }
     if (this.chat) o.message = { role: 'assistant', content: this.stream ? '' : r.text }
     else o.response = this.stream ? '' : r.text
     o.done = true
@@ -69,7 +67,7 @@ export class OllamaWriter implements ReplyWriter {
 
   /** Replies `done_reason` load/unload without generating (empty prompt or no messages). */
   loaded (reason: 'load' | 'unload'): void {
-    const o: Record<string, unknown> = { model: this.model, created_at: nowIso() }
+    const o: Record<string, unknown> = { model: this.model, created_at: isoNow() }
     if (this.chat) o.message = { role: 'assistant', content: '' }
     else o.response = ''
     o.done = true

@@ -8,6 +8,7 @@
 // may take minutes to its first token, and request_timeout bounds the request
 // (remote/run.ts).
 
+import { isoNow } from '../../clock.js'
 import { formatError } from '../../errors.js'
 import type { ApiError, GenRequest } from '../dispatch/request.js'
 import type { JobResult } from '../local/protocol.js'
@@ -86,8 +87,8 @@ export function callServer (server: CallTarget, served: string, r: GenRequest, s
     queued = false
     if (!r.stream || st.texts.length === 0) return
     delivered = true
-    // created_at of the batch, as Ollama's (ollama/reply.ts nowIso; not imported: reply.ts depends on dispatch/)
-    sink.pieces(st.take(), new Date().toISOString())
+    // created_at of the batch, as Ollama's
+    sink.pieces(st.take(), isoNow())
   }
   /**
    * Reads messages into the reply. Their texts go out once the socket read that brought them is parsed (a
