@@ -37,12 +37,19 @@ export const seen = (body: string): Record<string, string> => (JSON.parse(body) 
 
 /**
  * Waits until every worker of the lb at `url` answers `status` to a request without a session (302: it
- * loaded the provider; 503: it knows the provider is away): ten in a row, each on a connection of its
- * own, which the kernel spreads over the workers. Returns the last answer.
+ * loaded the provider; 503: it knows the provider is away): STREAK in a row, each on a connection of its
+ * own, which the kernel spreads over the workers at random. Returns the last answer.
  */
+/**
+ * Answers in a row that everyWorker asks for. With 2 workers, the chance that every one of n connections reached
+ * the same worker is 2 × 2^-n: 1 in 512 for the 10 it was, enough to fail a CI run (a worker still waiting out
+ * its back-off answered 503 after ten 302s); 1 in 500 million for 30.
+ */
+const STREAK = 30
+
 export async function everyWorker (url: string, status: number, ms = 15_000): Promise<Awaited<ReturnType<typeof request>>> {
   let last = await request(url)
-  for (let streak = 0, end = Date.now() + ms; streak < 10; streak = last.status === status ? streak + 1 : 0) {
+  for (let streak = 0, end = Date.now() + ms; streak < STREAK; streak = last.status === status ? streak + 1 : 0) {
     if (Date.now() > end) throw new Error(`the workers of ${url} do not all answer ${status}: ${last.status} ${last.body}`)
     await sleep(20)
     last = await request(url)
