@@ -18,10 +18,12 @@
 //
 // LB_OTHER=DIR adds a peer `lb-other` (port 9381): the lb checked out and built
 // in DIR, e.g. another uWS build, measured in the same rounds as this one.
+// In ws-messages only, `floor` (port 9391, bench/e2e/floor-ws.ts) is the least
+// a WebSocket relay on uWS and node:net does, on one thread: never a reference.
 //
 // Needs nginx, haproxy, wrk and openssl (Debian packages), ../shared/bench
 // beside this repository (BENCH_HARNESS to override), and ports 9141, 9142,
-// 9149, 9131, 9351, 9361, 9371 free on 127.0.0.1.
+// 9149, 9131, 9351, 9361, 9371, 9391 free on 127.0.0.1.
 import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import https from 'node:https'
@@ -39,10 +41,12 @@ const WS_ECHO_PORT = 9131
 /** the harness backend's ports (9101, 9102, stub_status 9109) moved by 40, as the templates expect */
 const BACKEND_PORTS = [9141, 9142]
 
-interface Peer { readonly name: string, readonly port: number, pid: number }
+/** wsOnly: the peer serves WebSockets only (the floor): it takes part in ws-messages alone */
+interface Peer { readonly name: string, readonly port: number, pid: number, readonly wsOnly?: boolean }
 const LB_OTHER = process.env.LB_OTHER ?? ''
 const PEERS: Peer[] = [{ name: 'nginx', port: 9351, pid: 0 }, { name: 'haproxy', port: 9361, pid: 0 }, { name: 'lb', port: 9371, pid: 0 },
-  ...(LB_OTHER === '' ? [] : [{ name: 'lb-other', port: 9381, pid: 0 }])]
+  ...(LB_OTHER === '' ? [] : [{ name: 'lb-other', port: 9381, pid: 0 }]), { name: 'floor', port: 9391, pid: 0, wsOnly: true }]
+const takesPart = (p: Peer, scenario: string): boolean => p.wsOnly !== true || scenario === 'ws-messages'
 const REF = 'nginx'
 
 function arg (flag: string, def: string): string {
@@ -188,7 +192,7 @@ function summary (results: Result[]): string {
     '|---|---|---|---|---|',
   ]
   for (const sc of SCENARIOS) {
-    for (const p of PEERS) {
+    for (const p of PEERS.filter((x) => takesPart(x, sc.name))) {
       const mine = results.filter((r) => r.scenario === sc.name && r.peer === p.name)
       const ratio = (f: (r: Result) => number): number => median(mine.map((r) => {
         const ref = results.find((x) => x.round === r.round && x.scenario === sc.name && x.peer === REF)!
@@ -242,10 +246,12 @@ async function main (): Promise<void> {
     let child: ChildProcess
     if (p.name === 'nginx') child = start(p.name, 'nginx', ['-p', dir + '/', '-e', 'error.log', '-c', render('nginx.conf.in', join(dir, 'nginx.conf'), vars(p)), '-g', 'daemon off;'], dir)
     else if (p.name === 'haproxy') child = start(p.name, 'haproxy', ['-db', '-f', render('haproxy.cfg.in', join(dir, 'haproxy.cfg'), vars(p))], dir)
+    else if (p.wsOnly === true) child = start(p.name, 'node', [join(ROOT, 'dist', 'bench', 'e2e', 'floor-ws.js'), String(p.port), String(WS_ECHO_PORT), join(certs, 'lb.crt'), join(certs, 'lb.key')], dir)
     else child = start(p.name, 'node', [join(p.name === 'lb' ? ROOT : resolve(LB_OTHER), 'dist', 'core', 'cli.js'), 'run', '-c', render('lb.toml.in', join(dir, 'lb.toml'), vars(p))], dir)
     p.pid = child.pid!
-    await waitReady(p.port)
-    const body = (await get(p.port, '/')).body
+    if (p.wsOnly === true) await waitListening(p.port)
+    else await waitReady(p.port)
+    const body = p.wsOnly === true ? '{"status":"ok"}\n' : (await get(p.port, '/')).body
     const echo = await wsEcho(p.port)
     if (body !== '{"status":"ok"}\n' || echo !== 'preflight') throw new Error(`preflight ${p.name}: body ${JSON.stringify(body)}, ws ${echo}`)
     log(`started ${p.name} (pid ${p.pid}) on https://127.0.0.1:${p.port}: preflight ok`)
@@ -253,7 +259,7 @@ async function main (): Promise<void> {
 
   // warm-up (JIT, TLS session caches), not recorded
   for (const p of PEERS) {
-    await run('wrk', ['-t1', '-c64', '-d3s', `https://127.0.0.1:${p.port}/`])
+    if (p.wsOnly !== true) await run('wrk', ['-t1', '-c64', '-d3s', `https://127.0.0.1:${p.port}/`])
     await run('node', [join(ROOT, 'dist', 'bench', 'e2e', 'ws-load.js'), `wss://127.0.0.1:${p.port}/ws`, '32', '16', '64', '2'])
   }
 
@@ -261,7 +267,7 @@ async function main (): Promise<void> {
   for (let round = 1; round <= ROUNDS; round++) {
     const order = round % 2 === 1 ? PEERS : [...PEERS].reverse()
     for (const sc of SCENARIOS) {
-      for (const p of order) {
+      for (const p of order.filter((x) => takesPart(x, sc.name))) {
         const c0 = cpuTicks(p.pid)
         const rate = await sc.load(p.port)
         const c1 = cpuTicks(p.pid)

@@ -10,7 +10,9 @@
 //                     HAProxy proto h2, lb with an h2c service
 // Beside them, in the h2 and gRPC loads and never a reference, "floor": node:http2
 // on one thread doing the least (bench/h2/floor-h2.ts; answering h2 itself,
-// forwarding gRPC on one session), the bound of any proxy built on node:http2.
+// forwarding gRPC on one session), the bound of any proxy built on node:http2,
+// and in the h2 loads "floor-fwd": the same forwarding to the backend over
+// HTTP/1.1 node:net connections, the floor of lb's h2 design.
 // Printed per load: requests/s, requests per proxy CPU-second, that ÷ the best
 // of nginx and HAProxy (h1: lb with http2 ÷ lb without), p99 from h2load's
 // per-request log, the proxy's CPU, and a noise line: the machine's busy
@@ -170,7 +172,7 @@ function summary (loads: Load[], results: Result[]): string {
 async function main (): Promise<void> {
   mkdirSync(OUT, { recursive: true })
   const port = { backend: await freePort(), grpcBackend: await freePort() }
-  const peers = { nginx: { h2: await freePort(), grpc: await freePort() }, haproxy: { h2: await freePort(), grpc: await freePort() }, lb: { h2: await freePort(), grpc: await freePort(), h1: await freePort() }, floor: { h2: await freePort(), grpc: await freePort() } }
+  const peers = { nginx: { h2: await freePort(), grpc: await freePort() }, haproxy: { h2: await freePort(), grpc: await freePort() }, lb: { h2: await freePort(), grpc: await freePort(), h1: await freePort() }, floor: { h2: await freePort(), grpc: await freePort(), fwd: await freePort() } }
   const certs = join(OUT, 'certs')
   execFileSync('bash', [join(ROOT, 'conf', 'make-cert.sh'), certs, 'localhost'], { stdio: 'ignore' })
   writeFileSync(join(certs, 'haproxy.pem'), readFileSync(join(certs, 'lb.crt'), 'utf8') + readFileSync(join(certs, 'lb.key'), 'utf8'))
@@ -188,7 +190,7 @@ async function main (): Promise<void> {
     haproxy: start('haproxy', 'haproxy', ['-db', '-f', render('haproxy.cfg.in', 'haproxy', vars(peers.haproxy, 'haproxy'))]).pid!,
     lb: start('lb', process.execPath, [join(ROOT, 'dist', 'core', 'cli.js'), 'run', '-c', render('lb.toml.in', 'lb', vars(peers.lb, 'lb'))]).pid!,
     floor: start('floor', process.execPath, [join(ROOT, 'dist', 'bench', 'h2', 'floor-h2.js'), String(peers.floor.h2), String(peers.floor.grpc), String(port.grpcBackend),
-      join(certs, 'lb.crt'), join(certs, 'lb.key')]).pid!,
+      join(certs, 'lb.crt'), join(certs, 'lb.key'), String(peers.floor.fwd), String(port.backend)]).pid!,
   }
 
   // preflight: every target answers what the backends serve
@@ -208,8 +210,14 @@ async function main (): Promise<void> {
     }
     log(`started ${name} (pid ${pid[name as keyof typeof pid]}): h2 on ${p.h2}, gRPC on ${p.grpc}: preflight ok`)
   }
+  const fwdSmall = await retry('floor-fwd h2', () => h2Once(`https://127.0.0.1:${peers.floor.fwd}`, { ':path': '/' }, null))
+  const fwdBig = await h2Once(`https://127.0.0.1:${peers.floor.fwd}`, { ':path': '/big' }, null)
+  if (fwdSmall.body.toString() !== '{"status":"ok"}\n' || fwdBig.body.length !== 4096) throw new Error(`preflight floor-fwd: / ${JSON.stringify(fwdSmall.body.toString())}, /big ${fwdBig.body.length} bytes`)
 
-  const h2 = (path: string): Target[] => (['nginx', 'haproxy', 'lb', 'floor'] as const).map((n) => ({ label: n, peer: n, url: `https://127.0.0.1:${peers[n].h2}${path}`, pid: pid[n] }))
+  const h2 = (path: string): Target[] => [
+    ...(['nginx', 'haproxy', 'lb', 'floor'] as const).map((n) => ({ label: n, peer: n, url: `https://127.0.0.1:${peers[n].h2}${path}`, pid: pid[n] })),
+    { label: 'floor-fwd', peer: 'floor', url: `https://127.0.0.1:${peers.floor.fwd}${path}`, pid: pid.floor },
+  ]
   const loads: Load[] = [
     { name: 'h2-16B', args: ['-m', '10'], targets: h2('/'), ref: ['nginx', 'haproxy'] },
     { name: 'h2-4KiB', args: ['-m', '10'], targets: h2('/big'), ref: ['nginx', 'haproxy'] },
