@@ -34,7 +34,7 @@ const STUCK_MS = 5_000 // after drain_timeout, a worker that has not exited by i
 // hundred thousand requests: resident memory climbed by up to 50 MB for two
 // workers long after a burst, with the live heap flat at 8 MB per worker
 // (test/e2e/memory.test.ts). Requests per CPU-second are the same or better
-// with the cap (bench/RESULTS.md, "Worker young generation").
+// with the cap (bench/RESULTS.md, "Data plane", "What was tried").
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 12 } as const
 
 interface Slot {
