@@ -116,6 +116,22 @@ test('a stream that never sends its body is reset after timeouts.client (RST_STR
   await othersServed('slow-body')
 })
 
+test('a stream whose answer waits for a window the client never opens is reset (RST_STREAM CANCEL) after timeouts.client', async () => {
+  // SETTINGS_INITIAL_WINDOW_SIZE 0: lb may send the head but no DATA. Such a stream gets its timer only once its
+  // answer has waited a second (transport/h2/answered.ts), so the reset comes within about timeouts.client + 2 s
+  const started = Date.now()
+  const bytes = Buffer.concat([settings([[0x4, 0]]), headers(1, request('/no-window'), { endStream: true })])
+  const pending = h2Session({ port, tls: false, bytes, end: false, await: [1], timeoutMs: 10_000 })
+  await othersServed('no-window-meanwhile')
+  const r = await pending
+  const s = r.streams.get(1)
+  assert.equal(s?.status, 200, `the head went out: ${JSON.stringify([...r.streams])}`)
+  assert.equal(s?.body, '', 'no DATA without a window')
+  assert.equal(s?.reset, E.CANCEL, `the stream is reset: ${JSON.stringify([...r.streams])}`)
+  assert.ok(Date.now() - started < 6000, `reset within timeouts.client + 2 s, not at the session's idle time-out (${Date.now() - started} ms)`)
+  await othersServed('no-window')
+})
+
 /** Writes `frame` `n` times after the preface without reading anything, then reads: what lb sent and whether it closed. */
 function flood (frame: Buffer, n: number): Promise<{ closed: boolean, frames: Frame[] }> {
   return new Promise((resolve) => {

@@ -14,6 +14,7 @@
 // the stream's window (http2.initial_window_size). Response bodies: a write
 // that node:http2 cannot take at once returns false and onDrain follows.
 import http2 from 'node:http2'
+import { now } from '../../../clock.js'
 import type { Http2Conf } from '../../../config/http2.js'
 import type { Logger } from '../../../log.js'
 import { canonicalIp } from '../../../net/ip.js'
@@ -22,11 +23,13 @@ import { ClientState } from '../client-state.js'
 import { Ctx } from '../../request/context.js'
 import type { RequestHandler } from '../listen-options.js'
 import { readHeader } from '../request-read.js'
+import { type Answered, LINGER_MS, dropAnswered, holdAnswered } from './answered.js'
 import { RESET_BURST, RESET_RATE, clientReset, watchResets } from './rapid-reset.js'
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants
 const END_STREAM = 0x1
 const NO_BODY = new ArrayBuffer(0)
+const ignore = (): void => {}
 
 /** Connection-specific fields an HTTP/1.1 server may send that HTTP/2 forbids (RFC 9113 §8.2.2; node:http2 throws on them). */
 function connectionField (k: string): boolean {
@@ -53,26 +56,37 @@ function responseHeaders (status: number, headers: readonly string[], contentLen
  * One request's stream. ClientState gives what is common with the uWS
  * adapter (abort, early body chunks); the rest is node:http2's own.
  */
-class H2Client extends ClientState implements ClientResponse {
+class H2Client extends ClientState implements ClientResponse, Answered {
   readonly websocket = null
   readonly #stream: http2.ServerHttp2Stream
   /** trailer fields for the end of a gRPC response (sent on 'wantTrailers') */
   #trailers: http2.OutgoingHttpHeaders = {}
   /** the client has sent all of its request (END_STREAM) */
   #requestDone: boolean
+  /** timeouts.client (ms), for #watch */
+  readonly #timeoutMs: number
+  #watched = false
+  /** tick (clock.ts now) of the whole answer handed to node:http2; 0: not yet */
+  #answeredAt = 0
+  /** position in answered.ts's set */
+  setIndex = -1
 
-  /** `ended`: the request's head came with END_STREAM */
-  constructor (stream: http2.ServerHttp2Stream, ctx: Ctx, ended: boolean) {
+  /** `ended`: the request's head came with END_STREAM. `timeoutMs`: timeouts.client now. */
+  constructor (stream: http2.ServerHttp2Stream, ctx: Ctx, ended: boolean, timeoutMs: number) {
     super(ctx.method === 'HEAD', false, false, null)
     this.#stream = stream
+    this.#timeoutMs = timeoutMs
     const session = stream.session // by 'close', node:http2 has taken it off the stream
     stream.on('close', () => {
       // reset by the client before it had its answer: counted against rapid reset (rapid-reset.ts)
       if (!this.ended && stream.rstCode !== NGHTTP2_NO_ERROR) clientReset(session)
+      dropAnswered(this)
       this.gone()
     })
-    stream.on('error', () => { /* a reset or a session error: 'close' follows */ })
+    stream.on('error', ignore) // a reset or a session error: 'close' follows
     this.#requestDone = ended
+    // a body is to come: the client may never send it
+    if (!ended) this.#watch()
     // A request without a body is left unread. Read to its end, node:http2 destroys the stream the moment its
     // END_STREAM goes out, before that write's callback, and every such callback then builds an
     // ERR_STREAM_DESTROYED (Writable's errorBuffer, Node 20 and 22): a stack trace per response, an eighth of
@@ -121,6 +135,7 @@ class H2Client extends ClientState implements ClientResponse {
     if (this.aborted || this.ended || s.writableEnded) return true
     // a copy: `buf` is the upstream client's shared read buffer
     if (s.write(Buffer.from(buf.subarray(start, end)))) return true
+    this.#watch() // the client's window is shut: it may never open it
     s.once('drain', () => { const cb = this.drainCb; if (cb !== null && !this.aborted) cb() })
     return false
   }
@@ -129,6 +144,7 @@ class H2Client extends ClientState implements ClientResponse {
     if (this.aborted || this.ended) return
     this.ended = true
     if (!this.#stream.writableEnded) this.#stream.end()
+    this.#answered()
   }
 
   /** `close` is for HTTP/1.1 framing: a stream never carries another request, so only this stream ends. */
@@ -148,6 +164,31 @@ class H2Client extends ClientState implements ClientResponse {
     // to stop sending (RFC 9113 §8.1) instead of uploading into a stream nobody reads
     if (this.#requestDone) s.end(body)
     else s.end(body, () => { if (!s.closed) s.close(NGHTTP2_NO_ERROR) })
+    this.#answered()
+  }
+
+  lingering (t: number): void {
+    if (t - this.#answeredAt < LINGER_MS) return
+    dropAnswered(this)
+    this.#watch()
+  }
+
+  /** The whole answer is with node:http2: watched from now if it is still there in a second (answered.ts). */
+  #answered (): void {
+    if (this.#watched || this.#stream.closed) return
+    this.#answeredAt = now()
+    holdAnswered(this)
+  }
+
+  /**
+   * Resets the stream (RST_STREAM CANCEL) once no frame went either way on it for timeouts.client (a body that
+   * never comes, a window never opened). Armed once, only for a stream the client holds up (answered.ts says why).
+   */
+  #watch (): void {
+    if (this.#watched) return
+    this.#watched = true
+    const s = this.#stream
+    s.setTimeout(this.#timeoutMs, () => { if (!s.closed) s.close(NGHTTP2_CANCEL) })
   }
 
   /**
@@ -274,8 +315,7 @@ export function h2Server (o: H2Options): http2.Http2Server {
     const sock = stream.session?.socket
     const ended = (flags & END_STREAM) !== 0
     const ctx = readStream(raw, ended, canonicalIp(sock?.remoteAddress ?? ''), o.entrypoint, o.proto)
-    stream.setTimeout(o.streamTimeoutMs(), () => { if (!stream.closed) stream.close(NGHTTP2_CANCEL) })
-    o.handler(ctx, new H2Client(stream, ctx, ended))
+    o.handler(ctx, new H2Client(stream, ctx, ended, o.streamTimeoutMs()))
   })
   return server
 }
