@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { freePort, request, sleep, startBackend, startLb, tempDir, waitFor } from '../helpers.js'
+import { type Lb, freePort, request, sleep, startBackend, startLb, tempDir, waitFor } from '../helpers.js'
 import { requireTool } from '../admin/util.js'
 import { startNotifySocket } from '../notify-socket.js'
 
@@ -44,9 +44,13 @@ test('ready (log line and READY=1) only when every listener accepts; a client of
     [`tcp:127.0.0.1:${web}`, `tcp:127.0.0.1:${db}`, `tcp:127.0.0.1:${admin}`, `tcp:127.0.0.1:${dash}`, `unix:${sock}`, `unix:${gen}`])
 
   // what a deployment script does: wait for the web port, then at once use the config API and the rest
+  const started: { lb: Lb | null } = { lb: null } // set once startLb returns (it does not wait for ready)
   const script = (async () => {
     for (const end = Date.now() + 60_000; await connect(web) !== 'ok';) {
-      if (Date.now() > end) throw new Error('the web port never opened')
+      // lb gone (a port another test's process took between freePort and lb's listen?): say so with its log, now
+      const lb = started.lb
+      if (lb !== null && lb.proc.exitCode !== null) throw new Error(`lb exited (${lb.proc.exitCode}) before the web port opened: ${lb.log().slice(-2000)}`)
+      if (Date.now() > end) throw new Error(`the web port never opened; lb's log: ${lb?.log().slice(-2000) ?? '(not started)'}`)
       await sleep(1)
     }
     const api = Array.from({ length: 20 }, () => status(`http://127.0.0.1:${admin}/v2/services/lb/configuration/version`))
@@ -102,6 +106,7 @@ name = "a1"
 address = "${backend.address}"
 check = false
 `, { noWait: true, env: { NOTIFY_SOCKET: notify.path } })
+  started.lb = lb
   t.after(() => lb.stop('SIGKILL'))
 
   // the moment the log says ready, every listener accepts
